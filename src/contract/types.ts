@@ -1,0 +1,166 @@
+import type { StandardSchemaV1 } from '../schema.js';
+
+/** The six honest outcomes; only the runtime can produce `verified`. */
+export type Status = 'verified' | 'pending' | 'failed' | 'partial' | 'no_op' | 'unknown';
+
+/** All statuses, in a stable order. */
+export const STATUSES: readonly Status[] = ['verified', 'pending', 'failed', 'partial', 'no_op', 'unknown'];
+
+/** What an action's execute step can promise about its effect. */
+export type Mode = 'committed' | 'accepted' | 'optimistic';
+
+/** What the agent may do next with this operation. */
+export type NextAllowedAction = 'none' | 'poll' | 'repair' | 'ask_user' | 'retry';
+
+/** How an accepted operation's observed state is classified while polling. */
+export type TerminalState = 'running' | 'succeeded' | 'failed';
+
+/** Whether repeating the call is safe: known yes, known no, or undecided. */
+export type RepeatSafety = boolean | 'unknown';
+
+/** Context given by the caller of `runner.run`. */
+export interface RunContext {
+  runId: string;
+  scope?: Record<string, string>;
+  actor?: string;
+  signal?: AbortSignal;
+  /** Overrides the derived idempotency key for this call. */
+  idempotencyKey?: string;
+  /** Accepted mode: wait within the poll budget (default) or return `pending` at once. */
+  wait?: boolean;
+}
+
+/** Context handed to every step of an action once its operation record exists. */
+export interface StepContext extends RunContext {
+  scope: Record<string, string>;
+  signal: AbortSignal;
+  operationId: string;
+  idempotencyKey: string;
+  attempt: number;
+  /** When this attempt's execute step started (or the run, before execute). */
+  startedAt: Date;
+  /** The baseline read from `before`, when the action declares one. */
+  before?: unknown;
+}
+
+/** One named condition that passed or failed, with what was expected and what was seen. */
+export interface Check {
+  name: string;
+  pass: boolean;
+  expected?: unknown;
+  observed?: unknown;
+}
+
+/** One unit of a batch: a target with its expected fields and its observed record (null when absent). */
+export interface Unit {
+  target: string;
+  expected: Record<string, unknown>;
+  observed: Record<string, unknown> | null;
+}
+
+/** What `expect` returns: expected fields, named checks, or batch units. */
+export type Expectation = Record<string, unknown> | Check[] | Unit[];
+
+/** A freshness rule: tells a fresh observation from an old one that merely matches. */
+export type FreshnessRule<I = unknown, O = unknown> = (observed: O, ctx: StepContext, input: I) => boolean | Check;
+
+/** Counts of a batch's units. */
+export interface UnitSummary {
+  required: number;
+  passed: number;
+  failed: number;
+  failedTargets: string[];
+}
+
+/** The honest result of running one action; every outcome resolves to one of these. */
+export interface Completion {
+  status: Status;
+  action: string;
+  target: string;
+  operationId: string;
+  idempotencyKey: string;
+  attempt: number;
+  postcondition: string;
+  mode: Mode;
+  observedAt?: string;
+  evidence?: Record<string, unknown>;
+  checks: Check[];
+  units?: UnitSummary;
+  errorCode?: string;
+  reason?: string;
+  nextAllowedAction: NextAllowedAction;
+  safeToRepeat: RepeatSafety;
+  message: string;
+}
+
+/** Settle window for lagging reads in committed mode. */
+export interface SettlePolicy {
+  timeoutMs: number;
+  intervalMs: number;
+}
+
+/** Poll budget for accepted work: duration and reads, with exponential backoff and jitter. */
+export interface PollPolicy {
+  maxDurationMs: number;
+  maxReads: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** Fraction of each delay that is randomized, 0..1. */
+  jitter: number;
+}
+
+/** A completion before its message is formed. */
+export type CompletionDraft = Omit<Completion, 'message'>;
+
+/** A message override for one status. */
+export type MessageTemplate = (completion: CompletionDraft) => string;
+
+/** The result of an authorization policy. */
+export type AuthorizeResult = boolean | { allowed: true } | { allowed: false; reason: string };
+
+/** What a user writes: the completion contract of one state-changing tool. */
+export interface ActionContract<I, O> {
+  name: string;
+  description: string;
+  input: StandardSchemaV1<unknown, I>;
+  target(input: I): string;
+  mode?: Mode;
+  postcondition: string;
+  before?(input: I, ctx: StepContext): Promise<O | null> | O | null;
+  execute(input: I, ctx: StepContext): Promise<unknown> | unknown;
+  observe?(input: I, ctx: StepContext): Promise<O | null> | O | null;
+  expect?(input: I, observed: O, ctx: StepContext): Expectation;
+  acceptable?(input: I, observed: O): boolean;
+  fresh?: FreshnessRule<I, O>;
+  scopeOf?(observed: O): Record<string, string> | undefined;
+  terminal?(observed: O): TerminalState;
+  idempotencyKey?(input: I, ctx: RunContext): string;
+  safeToRepeat?: RepeatSafety;
+  maxInFlightMs?: number;
+  settle?: Partial<SettlePolicy>;
+  poll?: Partial<PollPolicy>;
+  verifyTimeoutMs?: number;
+  executeTimeoutMs?: number;
+  authorize?(input: I, ctx: RunContext): AuthorizeResult | Promise<AuthorizeResult>;
+  messages?: Partial<Record<Status, MessageTemplate>>;
+}
+
+/** A validated contract with every default resolved; produced only by `defineAction`. */
+export interface Action<I = unknown, O = unknown>
+  extends Omit<
+    ActionContract<I, O>,
+    'mode' | 'safeToRepeat' | 'maxInFlightMs' | 'settle' | 'poll' | 'verifyTimeoutMs' | 'executeTimeoutMs'
+  > {
+  readonly kind: 'readback.action';
+  mode: Mode;
+  safeToRepeat: RepeatSafety;
+  maxInFlightMs: number;
+  settle: SettlePolicy;
+  poll: PollPolicy;
+  verifyTimeoutMs: number;
+  executeTimeoutMs: number;
+}
+
+/** Any action, whatever its input and observation types. */
+// biome-ignore lint/suspicious/noExplicitAny: an action list mixes input types; each run re-infers them.
+export type AnyAction = Action<any, any>;

@@ -1,0 +1,37 @@
+/** Codes carried by every error readback throws; outcomes are never thrown, only misuse is. */
+export type ReadbackErrorCode =
+  | 'invalid_contract'
+  | 'invalid_options'
+  | 'invalid_context'
+  | 'unknown_action'
+  | 'unknown_operation'
+  | 'store_conflict'
+  | 'store_closed';
+
+/** The error class for programmer and configuration mistakes; `code` is stable, `field` names what was wrong. */
+export class ReadbackError extends Error {
+  override readonly name = 'ReadbackError';
+  readonly code: ReadbackErrorCode;
+  readonly field: string | undefined;
+
+  constructor(code: ReadbackErrorCode, message: string, field?: string) {
+    super(field ? `${field}: ${message}` : message);
+    this.code = code;
+    this.field = field;
+  }
+}
+
+/** Thrown by an `observe` read to say the verifier was refused access (reported as `verification_denied`). */
+export class VerificationDenied extends Error {
+  override readonly name = 'VerificationDenied';
+}
+
+/** True when an error from a verifier means "access denied" rather than "unavailable". */
+export function isDenial(error: unknown): boolean {
+  if (error instanceof VerificationDenied) return true;
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { status?: unknown; statusCode?: unknown; code?: unknown };
+  const status = e.status ?? e.statusCode;
+  if (status === 401 || status === 403) return true;
+  return e.code === 'EACCES' || e.code === 'EPERM' || e.code === 'permission_denied' || e.code === 'forbidden';
+}

@@ -1,0 +1,125 @@
+import type { Completion, Status } from '../contract/types.js';
+
+/** Where an operation is in its life; transitions are compare-and-set on this field. */
+export type Lifecycle =
+  | 'requested'
+  | 'awaiting_approval'
+  | 'executing'
+  | 'accepted'
+  | 'running'
+  | 'timed_out'
+  | 'settled';
+
+/** Lifecycles from which an operation can still move. */
+export const OPEN_LIFECYCLES: readonly Lifecycle[] = [
+  'requested',
+  'awaiting_approval',
+  'executing',
+  'accepted',
+  'running',
+  'timed_out',
+];
+
+/** The schema version written into every record and event. */
+export const RECORD_SCHEMA_VERSION = 1;
+
+/** The durable record of one logical request, written before execute runs. */
+export interface OperationRecord {
+  schemaVersion: number;
+  id: string;
+  action: string;
+  target: string;
+  scope: Record<string, string>;
+  fingerprint: string;
+  idempotencyKey: string;
+  runId: string;
+  actor: string | null;
+  /** The validated input, kept so the operation can be observed again after a restart. */
+  input: unknown;
+  attempt: number;
+  lifecycle: Lifecycle;
+  status: Status | null;
+  requestedAt: number;
+  updatedAt: number;
+  /** When the first execute of the current attempt began; the settlement window counts from here. */
+  executedAt: number | null;
+  /** When accepted work was acknowledged; the poll budget counts from here. */
+  acceptedAt: number | null;
+  lastObservedAt: number | null;
+  nextPollAt: number | null;
+  reads: number;
+  /** The provider's reference for accepted work (job id, message id). */
+  providerRef: unknown;
+  /** The latest completion decided for this operation. */
+  completion: Completion | null;
+  leaseOwner: string | null;
+  leaseToken: string | null;
+  leaseExpiresAt: number | null;
+}
+
+/** The fields a caller supplies to reserve a new operation. */
+export type NewOperation = Pick<
+  OperationRecord,
+  'id' | 'action' | 'target' | 'scope' | 'fingerprint' | 'idempotencyKey' | 'runId' | 'actor' | 'input'
+> & { requestedAt: number };
+
+/** One entry of an operation's append-only event log. */
+export interface OperationEvent {
+  schemaVersion: number;
+  operationId: string;
+  /** Position in the operation's log, from 1, assigned by the store. */
+  seq: number;
+  at: number;
+  type: string;
+  from: Lifecycle | null;
+  to: Lifecycle | null;
+  status: Status | null;
+  actor: string | null;
+  attempt: number;
+  detail?: Record<string, unknown>;
+}
+
+/** An event as the caller describes it; the store assigns sequence and schema version. */
+export type NewEvent = Omit<OperationEvent, 'seq' | 'schemaVersion' | 'operationId'>;
+
+/** Filter for `list`: every given field must match. */
+export interface ListFilter {
+  status?: Status | null;
+  lifecycle?: Lifecycle | Lifecycle[];
+  action?: string;
+  runId?: string;
+  /** Only records whose `nextPollAt` is at or before this time. */
+  dueBefore?: number;
+  limit?: number;
+}
+
+/** A leased operation; the token must accompany any write made under the lease. */
+export interface Claim {
+  record: OperationRecord;
+  leaseToken: string;
+  leaseExpiresAt: number;
+}
+
+/** The persistence seam: memory, SQLite and Postgres implement it and pass one conformance suite. */
+export interface OperationStore {
+  /** Creates the record, or returns the existing one with the same idempotency key (`created: false`). */
+  reserve(op: NewOperation, event: NewEvent): Promise<{ record: OperationRecord; created: boolean }>;
+  /**
+   * Applies `patch` only when the record's lifecycle is in `from` (and, given `leaseToken`, the lease matches);
+   * resolves to the updated record, or null when the compare-and-set did not match.
+   */
+  transition(
+    id: string,
+    from: readonly Lifecycle[],
+    patch: Partial<Omit<OperationRecord, 'id' | 'schemaVersion' | 'idempotencyKey' | 'fingerprint'>>,
+    event: NewEvent,
+    leaseToken?: string,
+  ): Promise<OperationRecord | null>;
+  get(id: string): Promise<OperationRecord | null>;
+  getByKey(idempotencyKey: string): Promise<OperationRecord | null>;
+  events(id: string): Promise<OperationEvent[]>;
+  list(filter?: ListFilter): Promise<OperationRecord[]>;
+  /** Leases up to `limit` open operations that are due at `now`, skipping ones under a live lease. */
+  claimDue(limit: number, leaseMs: number, owner: string, now: number): Promise<Claim[]>;
+  close(): Promise<void>;
+}
