@@ -33,5 +33,7 @@ export function isDenial(error: unknown): boolean {
   const e = error as { status?: unknown; statusCode?: unknown; code?: unknown };
   const status = e.status ?? e.statusCode;
   if (status === 401 || status === 403) return true;
-  return e.code === 'EACCES' || e.code === 'EPERM' || e.code === 'permission_denied' || e.code === 'forbidden';
+  return (
+    e.code === 'EACCES' || e.code === 'EPERM' || e.code === 'permission_denied' || e.code === 'forbidden'
+  );
 }

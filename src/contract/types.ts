@@ -62,7 +62,11 @@ export interface Unit {
 export type Expectation = Record<string, unknown> | Check[] | Unit[];
 
 /** A freshness rule: tells a fresh observation from an old one that merely matches. */
-export type FreshnessRule<I = unknown, O = unknown> = (observed: O, ctx: StepContext, input: I) => boolean | Check;
+export type FreshnessRule<I = unknown, O = unknown> = (
+  observed: O,
+  ctx: StepContext,
+  input: I,
+) => boolean | Check;
 
 /** Counts of a batch's units. */
 export interface UnitSummary {

@@ -50,6 +50,8 @@ export interface OperationRecord {
   reads: number;
   /** The provider's reference for accepted work (job id, message id). */
   providerRef: unknown;
+  /** The baseline read taken before execute (null when the target was absent or no baseline is declared). */
+  baseline: unknown;
   /** The latest completion decided for this operation. */
   completion: Completion | null;
   leaseOwner: string | null;
@@ -100,20 +102,31 @@ export interface Claim {
   leaseExpiresAt: number;
 }
 
+/** The fields a transition may change. */
+export type RecordPatch = Partial<
+  Omit<OperationRecord, 'id' | 'schemaVersion' | 'idempotencyKey' | 'fingerprint' | 'requestedAt'>
+>;
+
+/** Extra compare-and-set conditions: the lease token held, and the attempt the writer saw. */
+export interface TransitionGuard {
+  leaseToken?: string;
+  attempt?: number;
+}
+
 /** The persistence seam: memory, SQLite and Postgres implement it and pass one conformance suite. */
 export interface OperationStore {
   /** Creates the record, or returns the existing one with the same idempotency key (`created: false`). */
   reserve(op: NewOperation, event: NewEvent): Promise<{ record: OperationRecord; created: boolean }>;
   /**
-   * Applies `patch` only when the record's lifecycle is in `from` (and, given `leaseToken`, the lease matches);
+   * Applies `patch` only when the record's lifecycle is in `from` and every `guard` field matches;
    * resolves to the updated record, or null when the compare-and-set did not match.
    */
   transition(
     id: string,
     from: readonly Lifecycle[],
-    patch: Partial<Omit<OperationRecord, 'id' | 'schemaVersion' | 'idempotencyKey' | 'fingerprint'>>,
+    patch: RecordPatch,
     event: NewEvent,
-    leaseToken?: string,
+    guard?: TransitionGuard,
   ): Promise<OperationRecord | null>;
   get(id: string): Promise<OperationRecord | null>;
   getByKey(idempotencyKey: string): Promise<OperationRecord | null>;

@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto';
+
+/** Why a value could not be turned into plain, recordable data. */
+export type UnusableReason = 'cycle' | 'bigint' | 'getter_threw' | 'unsupported_type';
+
+/** Thrown internally by `toPlain` when a value cannot be recorded faithfully. */
+export class UnusableValue extends Error {
+  constructor(
+    readonly reason: UnusableReason,
+    readonly path: string,
+  ) {
+    super(`${reason} at ${path || '(root)'}`);
+  }
+}
+
+/**
+ * Copies `value` into plain JSON data (objects, arrays, strings, finite numbers, booleans, null),
+ * throwing `UnusableValue` for cycles, BigInts, throwing getters, functions and symbols.
+ * Dates become ISO strings, Maps and Sets become objects and arrays; `undefined` fields are dropped.
+ * Evidence must be data we can store and compare, so anything else is refused rather than guessed at.
+ */
+export function toPlain(value: unknown, path = '', seen = new Set<object>()): unknown {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (value === undefined) return null;
+  if (typeof value === 'bigint') throw new UnusableValue('bigint', path);
+  if (typeof value !== 'object') throw new UnusableValue('unsupported_type', path);
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (seen.has(value)) throw new UnusableValue('cycle', path);
+  seen.add(value);
+  try {
+    if (Array.isArray(value) || value instanceof Set) {
+      return Array.from(value as Iterable<unknown>, (item, i) => toPlain(item, `${path}[${i}]`, seen));
+    }
+    const entries: [string, unknown][] =
+      value instanceof Map ? [...value.entries()].map(([k, v]) => [String(k), v]) : readEntries(value, path);
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of entries) {
+      if (item === undefined) continue;
+      out[key] = toPlain(item, path ? `${path}.${key}` : key, seen);
+    }
+    return out;
+  } finally {
+    seen.delete(value);
+  }
+}
+
+function readEntries(value: object, path: string): [string, unknown][] {
+  const entries: [string, unknown][] = [];
+  for (const key of Object.keys(value)) {
+    try {
+      entries.push([key, (value as Record<string, unknown>)[key]]);
+    } catch {
+      throw new UnusableValue('getter_threw', path ? `${path}.${key}` : key);
+    }
+  }
+  return entries;
+}
+
+/** Like `toPlain`, but never throws: unusable parts are replaced by a marker string, for recording raw results. */
+export function toRecordable(value: unknown): { value: unknown; unusable?: UnusableReason; path?: string } {
+  try {
+    return { value: toPlain(value) };
+  } catch (error) {
+    if (error instanceof UnusableValue) {
+      return { value: `[unrecordable: ${error.message}]`, unusable: error.reason, path: error.path };
+    }
+    return { value: '[unrecordable]', unusable: 'unsupported_type' };
+  }
+}
+
+/** JSON with object keys sorted at every depth, so equal data always yields equal text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(toPlain(value)));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return out;
+}
+
+/** SHA-256 hex of the canonical JSON of `value`. */
+export function hashOf(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+/** The intent fingerprint: a canonical hash of action, target, normalized input and scope. */
+export function intentFingerprint(intent: {
+  action: string;
+  target: string;
+  input: unknown;
+  scope: Record<string, string>;
+}): string {
+  return hashOf(intent);
+}
+
+/** Deep equality over plain data, used to compare expected and observed fields. */
+export function plainEqual(a: unknown, b: unknown): boolean {
+  try {
+    return canonicalJson(a) === canonicalJson(b);
+  } catch {
+    return false;
+  }
+}

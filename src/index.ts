@@ -1,0 +1,24 @@
+/**
+ * readback: the runtime executes each state-changing tool, reads back the authoritative state,
+ * checks the declared postcondition and returns an honest status. This root entry has no dependencies.
+ */
+
+export { canonicalJson, intentFingerprint } from './canonical.js';
+export type { Clock } from './clock.js';
+export { systemClock } from './clock.js';
+export { DEFAULTS, defineAction, isAction } from './contract/define.js';
+export { freshness } from './contract/freshness.js';
+export type * from './contract/types.js';
+export { STATUSES } from './contract/types.js';
+export type { ReadbackErrorCode } from './errors.js';
+export { ReadbackError, VerificationDenied } from './errors.js';
+export * from './messages/index.js';
+export type { Accepted, Rejected } from './runner/markers.js';
+export { accepted, isAccepted, isRejected, rejected } from './runner/markers.js';
+export type { RunnerCode } from './runner/outcome.js';
+export type { PollOptions, Runner, RunnerOptions } from './runner/runner.js';
+export { createRunner } from './runner/runner.js';
+export type { StandardSchemaV1 } from './schema.js';
+export { memoryStore } from './store/memory.js';
+export type * from './store/types.js';
+export { OPEN_LIFECYCLES, RECORD_SCHEMA_VERSION } from './store/types.js';

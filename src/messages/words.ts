@@ -1,0 +1,331 @@
+/**
+ * The vocabulary of completion: which words claim that an effect happened, which words take
+ * that claim back, and how text is cut into sentences and clauses before it is judged.
+ *
+ * Everything here is deterministic on purpose: the guard must give the same verdict for the
+ * same text every time, so it can sit in a test suite and in a production output filter.
+ */
+
+/** One affirmative occurrence of an effect word in a sentence. */
+export interface EffectClaim {
+  /** The effect word or phrase as found, lower-cased ("sent", "all set"). */
+  word: string;
+  /** Its verb stem ("sent" → "send"), used to tie the claim to an action name. */
+  stem: string;
+  /** Character offset of the word in the sentence. */
+  index: number;
+  /** True for words that say "finished" without saying what ("done", "complete", "all set"). */
+  generic: boolean;
+  /** True when the claim reports an act ("I resolved it"), false when it reports a state ("it is resolved"). */
+  agentive: boolean;
+  /** The clause the claim sits in, which bounds both its hedges and its subject. */
+  clause: string;
+}
+
+interface EffectWord {
+  stem: string;
+  generic?: boolean;
+}
+
+// Past forms and adjectives only: "send" or "resolve" promise nothing, "sent" or "resolved" do.
+const WORDS: Record<string, EffectWord> = {
+  done: { stem: 'do', generic: true },
+  complete: { stem: 'complete', generic: true },
+  completed: { stem: 'complete', generic: true },
+  finished: { stem: 'finish', generic: true },
+  finalized: { stem: 'finalize', generic: true },
+  accomplished: { stem: 'accomplish', generic: true },
+  handled: { stem: 'handle', generic: true },
+  processed: { stem: 'process', generic: true },
+  succeeded: { stem: 'succeed', generic: true },
+  successful: { stem: 'succeed', generic: true },
+  successfully: { stem: 'succeed', generic: true },
+  confirmed: { stem: 'confirm', generic: true },
+  sent: { stem: 'send' },
+  resent: { stem: 'send' },
+  delivered: { stem: 'deliver' },
+  emailed: { stem: 'email' },
+  mailed: { stem: 'mail' },
+  notified: { stem: 'notify' },
+  updated: { stem: 'update' },
+  changed: { stem: 'change' },
+  modified: { stem: 'modify' },
+  edited: { stem: 'edit' },
+  resolved: { stem: 'resolve' },
+  fixed: { stem: 'fix' },
+  closed: { stem: 'close' },
+  created: { stem: 'create' },
+  added: { stem: 'add' },
+  deleted: { stem: 'delete' },
+  removed: { stem: 'remove' },
+  archived: { stem: 'archive' },
+  refunded: { stem: 'refund' },
+  credited: { stem: 'credit' },
+  reimbursed: { stem: 'reimburse' },
+  issued: { stem: 'issue' },
+  charged: { stem: 'charge' },
+  paid: { stem: 'pay' },
+  scheduled: { stem: 'schedule' },
+  rescheduled: { stem: 'schedule' },
+  booked: { stem: 'book' },
+  published: { stem: 'publish' },
+  posted: { stem: 'post' },
+  applied: { stem: 'apply' },
+  saved: { stem: 'save' },
+  cancelled: { stem: 'cancel' },
+  canceled: { stem: 'cancel' },
+  voided: { stem: 'void' },
+  revoked: { stem: 'revoke' },
+  merged: { stem: 'merge' },
+  deployed: { stem: 'deploy' },
+  shipped: { stem: 'ship' },
+  migrated: { stem: 'migrate' },
+  transferred: { stem: 'transfer' },
+  uploaded: { stem: 'upload' },
+  restored: { stem: 'restore' },
+  approved: { stem: 'approve' },
+  assigned: { stem: 'assign' },
+  fulfilled: { stem: 'fulfill' },
+  enabled: { stem: 'enable' },
+  disabled: { stem: 'disable' },
+  installed: { stem: 'install' },
+};
+
+const PHRASES: { words: string[]; effect: EffectWord }[] = [
+  { words: ['all', 'set'], effect: { stem: 'complete', generic: true } },
+  { words: ['taken', 'care', 'of'], effect: { stem: 'handle', generic: true } },
+  { words: ['went', 'through'], effect: { stem: 'succeed', generic: true } },
+  { words: ['gone', 'through'], effect: { stem: 'succeed', generic: true } },
+];
+
+/** Every single effect word readback recognizes, for documentation and tests. */
+export const EFFECT_WORDS: readonly string[] = Object.keys(WORDS);
+
+// Words that, in the few words before an effect word, turn it into a negation, a hedge, a
+// future, a condition or a wish: none of those asserts that the effect was observed.
+const HEDGES = new Set(
+  (
+    'not never no nothing none nobody neither nor without cannot unable fail failed fails yet ' +
+    'may might could would should will shall must can be being maybe perhaps possibly probably ' +
+    'likely unlikely presumably supposedly reportedly apparently seemingly seems seem appears appear ' +
+    'hopefully hope expect expected unconfirmed unverified unknown unclear uncertain pending awaiting ' +
+    'waiting once until unless if whether when before need needs try tried trying attempt attempted ' +
+    'attempting going about'
+  ).split(' '),
+);
+// "I'll", "we'd": contracted modals hedge like their full forms.
+const MODAL_CONTRACTIONS = ["'ll", "'d"];
+
+const FIRST_PERSON = new Set(['i', 'we', "i've", "we've", "i'd", "we'd", "i'm", "we're"]);
+// "I found it resolved", "we see T-104 is closed": the speaker observed a state, did not act.
+const PERCEPTION = new Set(
+  'found find see saw seen checked check noticed verified confirmed looked'.split(' '),
+);
+// These stems report an act of checking, not of changing, so they never count as agentive.
+const OBSERVATION_STEMS = new Set(['confirm']);
+// These words always report that something was done, even without a subject.
+const ACT_WORDS = new Set(['done', 'succeeded', 'successfully', 'successful', 'accomplished', 'handled']);
+const DETERMINERS = new Set([
+  'the',
+  'a',
+  'an',
+  'this',
+  'that',
+  'these',
+  'those',
+  'your',
+  'my',
+  'our',
+  'their',
+]);
+
+/** True when a lower-cased token negates or hedges an effect word that follows it. */
+export function isHedge(token: string): boolean {
+  if (HEDGES.has(token) || token.endsWith("n't")) return true;
+  return MODAL_CONTRACTIONS.some((c) => token.endsWith(c));
+}
+
+// Quoted and code spans are reported text (a postcondition, an error reason, an identifier),
+// not the speaker's assertion; templates put every piece of free text in one of these.
+const SPAN = /“[^”\n]*”|"[^"\n]*"|`[^`\n]*`/g;
+
+/** Blanks out quoted (“…”, "…") and code (`…`) spans with spaces, keeping every offset. */
+export function maskQuoted(text: string): string {
+  return text.replace(SPAN, (m) => ' '.repeat(m.length));
+}
+
+const ABBREVIATIONS = new Set(['e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'approx']);
+
+/** Splits text into sentences at . ! ? and line breaks, never inside quoted or code spans. */
+export function splitSentences(text: string): string[] {
+  const masked = maskQuoted(text);
+  const out: string[] = [];
+  let start = 0;
+  const boundary = /[.!?]+[)\]'’]*(?=\s|$)|\n+/g;
+  for (let m = boundary.exec(masked); m !== null; m = boundary.exec(masked)) {
+    if (m[0].startsWith('.') && m[0].length === 1) {
+      const before = /([A-Za-z.]+)$/.exec(masked.slice(start, m.index))?.[1]?.toLowerCase();
+      if (before !== undefined && ABBREVIATIONS.has(before)) continue;
+    }
+    const end = m.index + m[0].length;
+    pushTrimmed(out, text.slice(start, m[0].startsWith('\n') ? m.index : end));
+    start = end;
+  }
+  pushTrimmed(out, text.slice(start));
+  return out;
+}
+
+function pushTrimmed(out: string[], piece: string): void {
+  const trimmed = piece.replace(/^[\s\-*•]+/, '').trim();
+  if (trimmed !== '') out.push(trimmed);
+}
+
+/** A clause as offsets into its sentence. */
+export interface ClauseRange {
+  start: number;
+  end: number;
+}
+
+// Contrast and coordination usually separate statements about different effects
+// ("the email was sent but delivery is pending"), so hedges never cross them.
+const CLAUSE_BREAK =
+  /[;()[\]—–]|[,:](?=\s|$)|\s-\s|\b(?:and|but|however|although|though|whereas|while|except|meanwhile)\b/gi;
+
+/** Cuts a sentence into clauses at punctuation and conjunctions, ignoring quoted spans. */
+export function splitClauses(sentence: string): ClauseRange[] {
+  const masked = maskQuoted(sentence);
+  const out: ClauseRange[] = [];
+  let start = 0;
+  for (let m = CLAUSE_BREAK.exec(masked); m !== null; m = CLAUSE_BREAK.exec(masked)) {
+    if (m.index > start) out.push({ start, end: m.index });
+    start = m.index + m[0].length;
+  }
+  if (start < masked.length) out.push({ start, end: masked.length });
+  return out;
+}
+
+interface Token {
+  text: string;
+  index: number;
+}
+
+function tokenize(masked: string, from: number, to: number): Token[] {
+  const tokens: Token[] = [];
+  const word = /[a-z][a-z']*/g;
+  const slice = masked.slice(from, to).toLowerCase();
+  for (let m = word.exec(slice); m !== null; m = word.exec(slice)) {
+    tokens.push({ text: m[0].replace(/'+$/, ''), index: from + m.index });
+  }
+  return tokens;
+}
+
+function matchEffect(
+  tokens: Token[],
+  i: number,
+): { word: string; effect: EffectWord; length: number } | null {
+  for (const phrase of PHRASES) {
+    if (phrase.words.every((w, k) => tokens[i + k]?.text === w)) {
+      return { word: phrase.words.join(' '), effect: phrase.effect, length: phrase.words.length };
+    }
+  }
+  const text = tokens[i]?.text ?? '';
+  const effect = WORDS[text];
+  if (effect === undefined) return null;
+  // "complete the form" is an imperative verb, not the adjective "complete".
+  if (text === 'complete' && DETERMINERS.has(tokens[i + 1]?.text ?? '')) return null;
+  return { word: text, effect, length: 1 };
+}
+
+const HEDGE_WINDOW = 5;
+
+function isHedged(tokens: Token[], i: number): boolean {
+  for (let k = Math.max(0, i - HEDGE_WINDOW); k < i; k++) {
+    if (isHedge(tokens[k]!.text)) return true;
+  }
+  // "to" right before a form like "complete" makes an infinitive: "to complete".
+  return tokens[i - 1]?.text === 'to';
+}
+
+function isAgentive(tokens: Token[], i: number, length: number, word: string, stem: string): boolean {
+  if (OBSERVATION_STEMS.has(stem)) return false;
+  if (ACT_WORDS.has(word)) return true;
+  const window = tokens.slice(Math.max(0, i - HEDGE_WINDOW), i).map((t) => t.text);
+  const speaker = window.findLastIndex((t) => FIRST_PERSON.has(t));
+  if (speaker >= 0) return !window.slice(speaker + 1).some((t) => PERCEPTION.has(t));
+  // A clause that opens with the effect word and goes on has dropped its subject: "Resolved T-104".
+  return i === 0 && tokens.length > length;
+}
+
+/** Returns each affirmative effect word in a sentence; negated, hedged, quoted or questioned ones are left out. */
+export function findClaims(sentence: string): EffectClaim[] {
+  // A question asks about an effect; it does not assert one.
+  if (maskQuoted(sentence).trim().endsWith('?')) return [];
+  const norm = sentence.replace(/’/g, "'");
+  const masked = maskQuoted(norm);
+  const claims: EffectClaim[] = [];
+  for (const range of splitClauses(norm)) {
+    const tokens = tokenize(masked, range.start, range.end);
+    for (let i = 0; i < tokens.length; i++) {
+      const hit = matchEffect(tokens, i);
+      if (hit === null) continue;
+      if (!isHedged(tokens, i)) {
+        claims.push({
+          word: hit.word,
+          stem: hit.effect.stem,
+          index: tokens[i]!.index,
+          generic: hit.effect.generic === true,
+          agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
+          clause: sentence.slice(range.start, range.end).trim(),
+        });
+      }
+      i += hit.length - 1;
+    }
+  }
+  return claims;
+}
+
+/** True when any sentence of the text affirms that an effect happened. */
+export function claimsCompletion(text: string): boolean {
+  return splitSentences(text).some((s) => findClaims(s).length > 0);
+}
+
+// Verbs that name the same kind of effect, so "the ticket is closed" can be tied to
+// `resolve_ticket` and "the refund was issued" to `refund_order`.
+const SYNONYMS: readonly (readonly string[])[] = [
+  'send deliver email mail notify message dispatch',
+  'resolve fix close solve',
+  'refund credit reimburse issue',
+  'pay charge bill invoice capture',
+  'create add open insert register issue book',
+  'delete remove purge drop destroy erase archive',
+  'cancel void revoke abort',
+  'update change modify edit set patch apply save mark assign enable disable',
+  'publish post release',
+  'deploy release ship rollout install',
+  'migrate move transfer import copy upload sync restore',
+  'schedule book plan',
+  'process handle run execute',
+  'approve fulfill accept',
+].map((group) => group.split(' '));
+
+/** True when two words are the same word up to a short suffix ("email"/"emails", "migrate"/"migration"). */
+export function sameWord(a: string, b: string): boolean {
+  if (a === b) return true;
+  const shorter = Math.min(a.length, b.length);
+  let p = 0;
+  while (p < shorter && a[p] === b[p]) p++;
+  return p >= 4 && p >= shorter - 1 && a.length - p <= 4 && b.length - p <= 4;
+}
+
+/** True when a claim's verb stem names the same effect as an action-name token. */
+export function stemMatches(stem: string, token: string): boolean {
+  if (sameWord(stem, token)) return true;
+  return SYNONYMS.some((group) => group.includes(stem) && group.some((w) => sameWord(w, token)));
+}
+
+const NOT_POSSESSIVE = new Set("it's that's there's what's here's let's everything's he's she's".split(' '));
+
+/** True when a lower-cased word opens a noun phrase ("the", "your", "Ana's"), used to spot a named subject. */
+export function isDeterminer(token: string): boolean {
+  return DETERMINERS.has(token) || (token.endsWith("'s") && !NOT_POSSESSIVE.has(token));
+}

@@ -1,0 +1,538 @@
+import { toRecordable } from '../canonical.js';
+import type { Clock } from '../clock.js';
+import { evaluate } from '../contract/evaluate.js';
+import type { AnyAction, Completion, RunContext, StepContext } from '../contract/types.js';
+import type { Lifecycle, NewEvent, OperationRecord, OperationStore, RecordPatch } from '../store/types.js';
+import { pollDelay } from './backoff.js';
+import { isAccepted, isRejected } from './markers.js';
+import { type Outcome, toCompletion } from './outcome.js';
+import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
+import { withDeadline } from './timeout.js';
+
+/** What every operation drive shares with its runner. */
+export interface DriveEnv {
+  store: OperationStore;
+  clock: Clock;
+  random: () => number;
+  /** How many times the runner may re-execute after proving an ambiguous attempt did not land. */
+  retryBudget: number;
+}
+
+/** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
+export type FollowMode = 'wait' | 'once' | 'none';
+
+/**
+ * Drives one operation record through the decision: baseline, execute, read back, settle.
+ * Every store write is a compare-and-set on the lifecycle this drive last saw, so concurrent drivers
+ * of the same record cannot both act: the loser re-reads and reports what the winner recorded.
+ */
+export class Drive {
+  private baseline: unknown;
+  private pendingDetail: Record<string, unknown> = {};
+
+  constructor(
+    private readonly env: DriveEnv,
+    private readonly action: AnyAction,
+    private record: OperationRecord,
+    private readonly run: Pick<RunContext, 'signal' | 'actor'> & { signal: AbortSignal },
+  ) {}
+
+  /** Starts a reserved operation: baseline read, then execute. */
+  async start(): Promise<Completion> {
+    const { action } = this;
+    if (action.before) {
+      const base = await readBaseline(this.env.clock, action, this.record.input, this.stepContext());
+      if (!base.ok) {
+        const code = base.code === 'aborted' ? 'aborted' : 'baseline_unavailable';
+        return this.stayRequested({ status: 'failed', errorCode: code, reason: base.reason });
+      }
+      this.baseline = base.value;
+      if (base.value !== null) {
+        const found = this.judgeBaseline(base.value);
+        if (found) return found;
+      }
+    }
+    if (this.run.signal.aborted) {
+      return this.stayRequested({ status: 'failed', errorCode: 'aborted', reason: 'aborted before execute' });
+    }
+    return this.execute();
+  }
+
+  /** Advances an open operation without ever re-executing unsafe work. */
+  async advance(follow: FollowMode): Promise<Completion> {
+    switch (this.record.lifecycle) {
+      case 'requested':
+        return this.start();
+      case 'executing':
+        return this.resolveInDoubt();
+      case 'accepted':
+      case 'running':
+      case 'timed_out':
+        return this.followAccepted(follow === 'none' ? 'once' : follow);
+      default:
+        return this.current();
+    }
+  }
+
+  private judgeBaseline(observed: unknown): Promise<Completion> | undefined {
+    const { action } = this;
+    const input = this.record.input;
+    let evaluation: ReturnType<typeof evaluate>;
+    try {
+      evaluation = evaluate(action, input, observed, this.stepContext(), { baseline: true });
+    } catch (error) {
+      return this.stayRequested({
+        status: 'failed',
+        errorCode: 'invalid_expectation',
+        reason: `checking the baseline failed: ${describeError(error)}`,
+      });
+    }
+    const seen = {
+      checks: evaluation.checks,
+      evidence: evaluation.evidence,
+      observedAt: this.env.clock.now(),
+    };
+    if (evaluation.verdict === 'wrong_scope') {
+      return this.finish({
+        ...seen,
+        status: 'failed',
+        errorCode: 'wrong_scope',
+        reason: 'the target belongs to another scope; nothing was executed',
+      });
+    }
+    if (evaluation.verdict === 'pass' || action.acceptable?.(input, observed)) {
+      return this.finish({ ...seen, status: 'no_op', reason: 'the target already satisfied the request' });
+    }
+    return undefined;
+  }
+
+  private async execute(): Promise<Completion> {
+    const { action, env } = this;
+    const now = env.clock.now();
+    const attempt = this.record.attempt + 1;
+    const moved = await this.move(
+      ['requested', 'executing'],
+      {
+        lifecycle: 'executing',
+        attempt,
+        executedAt: now,
+        // If this process dies mid-execute, the record becomes due for a read-back after this time.
+        nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
+        // Kept so freshness rules still have their baseline when a later poll or a restart reads back.
+        ...(this.baseline !== undefined ? { baseline: toRecordable(this.baseline).value } : {}),
+      },
+      { type: 'executing' },
+      this.record.attempt,
+    );
+    if (!moved) return this.superseded();
+
+    let raw: unknown;
+    try {
+      raw = await withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
+        action.execute(this.record.input, { ...this.stepContext(), signal }),
+      );
+    } catch (error) {
+      this.pendingDetail = { error: describeError(error) };
+      if (action.mode === 'optimistic') {
+        return this.finish(
+          { status: 'unknown', errorCode: 'transport_error', reason: describeError(error) },
+          true,
+        );
+      }
+      return this.resolveInDoubt();
+    }
+    const recorded = toRecordable(isRejected(raw) || isAccepted(raw) ? (raw.raw ?? null) : raw);
+    this.pendingDetail = {
+      raw: recorded.value,
+      ...(recorded.unusable ? { rawUnusable: recorded.unusable } : {}),
+    };
+
+    if (isRejected(raw)) {
+      return this.finish({ status: 'failed', errorCode: raw.code, reason: raw.reason, next: 'repair' });
+    }
+    if (action.mode === 'optimistic') {
+      return this.finish(
+        { status: 'unknown', errorCode: 'unverifiable', reason: 'optimistic action: no verifier exists' },
+        true,
+      );
+    }
+    if (action.mode === 'accepted') {
+      const ref = isAccepted(raw) ? toRecordable(raw.ref).value : null;
+      const ok = await this.move(
+        ['executing'],
+        { lifecycle: 'accepted', acceptedAt: env.clock.now(), providerRef: ref, reads: 0 },
+        { type: 'accepted' },
+      );
+      if (!ok) return this.superseded();
+      return this.followAccepted(this.runWait ? 'wait' : 'none');
+    }
+    return this.verifyCommitted(false);
+  }
+
+  /** Whether `run` should wait within the poll budget; set by the runner. */
+  runWait = true;
+
+  /** Execute threw or timed out, or a crash left the record mid-flight: read back before anything else. */
+  private async resolveInDoubt(): Promise<Completion> {
+    if (this.action.mode === 'optimistic') {
+      return this.finish(
+        { status: 'unknown', errorCode: 'unverifiable', reason: 'no verifier exists' },
+        true,
+      );
+    }
+    if (this.action.mode === 'committed') return this.verifyCommitted(true);
+    const reading = await readOnce(this.env.clock, this.action, this.record.input, this.stepContext());
+    if (reading.kind === 'absent') return this.judgeAbsence(reading);
+    if (reading.kind === 'error') return this.unresolved(reading);
+    const ok = await this.move(
+      ['executing'],
+      { lifecycle: 'accepted', acceptedAt: this.record.acceptedAt ?? reading.at },
+      { type: 'accepted', detail: { via: 'read_back' } },
+    );
+    if (!ok) return this.superseded();
+    return (await this.judgeAccepted(reading)) ?? this.followAccepted(this.runWait ? 'wait' : 'none');
+  }
+
+  private async verifyCommitted(inDoubt: boolean): Promise<Completion> {
+    const { action, env } = this;
+    const deadline = env.clock.now() + action.settle.timeoutMs;
+    let reading: Reading;
+    for (;;) {
+      reading = await readOnce(env.clock, action, this.record.input, this.stepContext());
+      if (reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading))) break;
+      // A lagging read may catch up: re-read within the settle window.
+      if (env.clock.now() + action.settle.intervalMs > deadline) break;
+      try {
+        await env.clock.sleep(action.settle.intervalMs, this.run.signal);
+      } catch {
+        break;
+      }
+    }
+    if (reading.kind === 'error') return this.unresolved(reading);
+    if (reading.kind === 'absent') {
+      return inDoubt ? this.judgeAbsence(reading) : this.mismatch(reading, 'the target was not found');
+    }
+    const evaluation = reading.evaluation!;
+    const seen = { checks: evaluation.checks, evidence: evaluation.evidence, observedAt: reading.at };
+    switch (evaluation.verdict) {
+      case 'pass':
+        return this.finish({ ...seen, status: 'verified', units: evaluation.units });
+      case 'partial':
+        return this.finish({
+          ...seen,
+          status: 'partial',
+          units: evaluation.units,
+          errorCode: 'readback_mismatch',
+          reason: `${evaluation.units?.failed} of ${evaluation.units?.required} units did not apply`,
+        });
+      case 'wrong_scope':
+        return this.finish({
+          ...seen,
+          status: 'failed',
+          errorCode: 'wrong_scope',
+          reason: 'observed in another scope',
+        });
+      case 'stale':
+        return this.unresolved({ at: reading.at, code: 'stale_read', reason: staleReason(seen) }, seen);
+      case 'mismatch':
+        return inDoubt
+          ? this.judgeAbsence(reading, seen)
+          : this.mismatch(reading, failedNames(seen.checks), seen);
+    }
+  }
+
+  /** The effect is not visible after an ambiguous attempt: unknown inside the window, proven absent after it. */
+  private async judgeAbsence(reading: Reading, seen: Partial<Outcome> = {}): Promise<Completion> {
+    const { action } = this;
+    const windowEnd = (this.record.executedAt ?? this.record.requestedAt) + action.maxInFlightMs;
+    if (reading.at < windowEnd) {
+      return this.park(
+        {
+          ...seen,
+          status: 'unknown',
+          errorCode: 'in_flight',
+          reason: `the request may still land until ${new Date(windowEnd).toISOString()}; the effect is not visible yet`,
+        },
+        'executing',
+        windowEnd,
+      );
+    }
+    if (action.safeToRepeat === true && this.record.attempt <= this.env.retryBudget) {
+      this.pendingDetail = { ...this.pendingDetail, retry: 'absence proven after the settlement window' };
+      return this.execute();
+    }
+    return this.finish({
+      ...seen,
+      observedAt: reading.at,
+      status: 'failed',
+      errorCode: 'effect_absent',
+      reason: 'the request did not land within the settlement window',
+      next: 'ask_user',
+    });
+  }
+
+  private async followAccepted(follow: FollowMode): Promise<Completion> {
+    const { action, env } = this;
+    if (follow === 'none') return this.parkPending();
+    for (;;) {
+      if (this.budgetSpent()) return this.budgetExhausted();
+      if (follow === 'wait') {
+        const remaining =
+          (this.record.acceptedAt ?? env.clock.now()) + action.poll.maxDurationMs - env.clock.now();
+        const delay = Math.min(remaining, pollDelay(action.poll, this.record.reads, env.random));
+        try {
+          await env.clock.sleep(Math.max(0, delay), this.run.signal);
+        } catch {
+          return this.parkPending();
+        }
+      }
+      const reading = await readOnce(env.clock, action, this.record.input, this.stepContext());
+      const done = await this.judgeAccepted(reading);
+      if (done) return done;
+      if (follow === 'once') return this.budgetSpent() ? this.budgetExhausted() : this.parkPending(reading);
+    }
+  }
+
+  /** Records one poll read; resolves to a completion when it ends the operation, else undefined. */
+  private async judgeAccepted(reading: Reading): Promise<Completion | undefined> {
+    const lifecycle: Lifecycle =
+      reading.kind === 'observed' && reading.terminal === 'running' ? 'running' : this.openLifecycle();
+    const ok = await this.move(
+      ['accepted', 'running', 'timed_out'],
+      { lifecycle, reads: this.record.reads + 1, lastObservedAt: reading.at },
+      { type: 'observed', detail: summarize(reading) },
+    );
+    if (!ok) return this.superseded();
+    // Not finished, not visible yet, or unreadable this time: the caller keeps polling within the budget.
+    if (reading.kind !== 'observed' || reading.terminal === 'running') return undefined;
+    if (reading.terminal === 'failed') {
+      return this.finish({
+        status: 'failed',
+        errorCode: 'provider_failed',
+        reason: 'the provider reports the work failed',
+        observedAt: reading.at,
+      });
+    }
+    const evaluation = reading.evaluation!;
+    const seen = { checks: evaluation.checks, evidence: evaluation.evidence, observedAt: reading.at };
+    switch (evaluation.verdict) {
+      case 'pass':
+        return this.finish({ ...seen, status: 'verified', units: evaluation.units });
+      case 'partial':
+        return this.finish({
+          ...seen,
+          status: 'partial',
+          units: evaluation.units,
+          errorCode: 'readback_mismatch',
+        });
+      case 'wrong_scope':
+        return this.finish({
+          ...seen,
+          status: 'failed',
+          errorCode: 'wrong_scope',
+          reason: 'observed in another scope',
+        });
+      case 'mismatch':
+        return this.mismatch(reading, failedNames(seen.checks), seen);
+      case 'stale':
+        return undefined;
+    }
+  }
+
+  private budgetSpent(): boolean {
+    const { poll } = this.action;
+    const started = this.record.acceptedAt ?? this.record.requestedAt;
+    return this.record.reads >= poll.maxReads || this.env.clock.now() >= started + poll.maxDurationMs;
+  }
+
+  private budgetExhausted(): Promise<Completion> {
+    const { poll } = this.action;
+    return this.park(
+      {
+        status: 'unknown',
+        errorCode: 'poll_budget_exhausted',
+        reason: `no terminal state after ${this.record.reads} reads within ${poll.maxDurationMs} ms`,
+        ...(this.record.lastObservedAt ? { observedAt: this.record.lastObservedAt } : {}),
+      },
+      'timed_out',
+      null,
+    );
+  }
+
+  private parkPending(reading?: Reading): Promise<Completion> {
+    const next = this.env.clock.now() + pollDelay(this.action.poll, this.record.reads, this.env.random);
+    const lastError = reading?.kind === 'error' ? { reason: reading.reason } : {};
+    return this.park(
+      {
+        status: 'pending',
+        errorCode: 'in_progress',
+        ...lastError,
+        ...(reading ? { observedAt: reading.at } : {}),
+      },
+      this.openLifecycle(),
+      next,
+    );
+  }
+
+  private openLifecycle(): Lifecycle {
+    return this.record.lifecycle === 'running' ? 'running' : 'accepted';
+  }
+
+  private mismatch(reading: Reading, reason: string, seen: Partial<Outcome> = {}): Promise<Completion> {
+    return this.finish({
+      ...seen,
+      observedAt: reading.at,
+      status: 'failed',
+      errorCode: 'readback_mismatch',
+      reason,
+    });
+  }
+
+  /** The read could not decide: keep the record open and due again, with the operation id for recovery. */
+  private unresolved(
+    reading: { at: number; code: string; reason: string },
+    seen: Partial<Outcome> = {},
+  ): Promise<Completion> {
+    const retryAt = reading.at + this.action.poll.maxDelayMs;
+    return this.park(
+      { ...seen, status: 'unknown', errorCode: reading.code, reason: reading.reason },
+      this.record.lifecycle,
+      retryAt,
+    );
+  }
+
+  private stayRequested(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Promise<Completion> {
+    // Nothing ran, so the record stays re-runnable: the same call with the same key may try again.
+    return this.park(partial, 'requested', null);
+  }
+
+  private finish(partial: Partial<Outcome> & Pick<Outcome, 'status'>, final = false): Promise<Completion> {
+    const outcome = this.outcome(partial);
+    const settles = final || ['verified', 'failed', 'partial', 'no_op'].includes(outcome.status);
+    return settles ? this.write(outcome, 'settled', null) : this.park(partial, this.record.lifecycle, null);
+  }
+
+  private park(
+    partial: Partial<Outcome> & Pick<Outcome, 'status'>,
+    to: Lifecycle,
+    nextPollAt: number | null,
+  ) {
+    return this.write(this.outcome(partial), to, nextPollAt);
+  }
+
+  private async write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
+    const completion = toCompletion(outcome, this.action);
+    const ok = await this.move(
+      [this.record.lifecycle],
+      {
+        lifecycle: to,
+        status: outcome.status,
+        completion,
+        nextPollAt,
+        ...(outcome.observedAt !== undefined ? { lastObservedAt: outcome.observedAt } : {}),
+      },
+      { type: to === 'settled' ? 'settled' : 'status', detail: { errorCode: outcome.errorCode ?? null } },
+    );
+    return ok ? completion : this.superseded();
+  }
+
+  private outcome(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Outcome {
+    return {
+      target: this.record.target,
+      operationId: this.record.id,
+      idempotencyKey: this.record.idempotencyKey,
+      attempt: this.record.attempt,
+      nothingExecuted: this.record.attempt === 0,
+      ...partial,
+    };
+  }
+
+  /** Another driver moved the record first: report what it recorded rather than acting twice. */
+  private async superseded(): Promise<Completion> {
+    const latest = await this.env.store.get(this.record.id);
+    if (latest) this.record = latest;
+    if (latest?.completion && latest.lifecycle === 'settled') return latest.completion;
+    return toCompletion(
+      this.outcome({
+        status: 'pending',
+        errorCode: 'in_progress',
+        reason: 'another worker is driving this operation',
+      }),
+      this.action,
+    );
+  }
+
+  /** The stored completion of this record, or a pending one when none was decided yet. */
+  current(): Promise<Completion> | Completion {
+    return this.record.completion ?? this.superseded();
+  }
+
+  private async move(
+    from: readonly Lifecycle[],
+    patch: RecordPatch,
+    event: Pick<NewEvent, 'type' | 'detail'>,
+    attempt?: number,
+  ): Promise<boolean> {
+    const now = this.env.clock.now();
+    const detail = { ...this.pendingDetail, ...event.detail };
+    this.pendingDetail = {};
+    const next = await this.env.store.transition(
+      this.record.id,
+      from,
+      { ...patch, updatedAt: now },
+      {
+        type: event.type,
+        at: now,
+        from: this.record.lifecycle,
+        to: patch.lifecycle ?? this.record.lifecycle,
+        status: patch.status ?? this.record.status,
+        actor: this.run.actor ?? this.record.actor,
+        attempt: patch.attempt ?? this.record.attempt,
+        ...(Object.keys(detail).length ? { detail } : {}),
+      },
+      attempt === undefined ? undefined : { attempt },
+    );
+    if (!next) return false;
+    this.record = next;
+    return true;
+  }
+
+  private stepContext(): StepContext {
+    const r = this.record;
+    return {
+      runId: r.runId,
+      scope: r.scope,
+      ...(r.actor ? { actor: r.actor } : {}),
+      signal: this.run.signal,
+      operationId: r.id,
+      idempotencyKey: r.idempotencyKey,
+      attempt: r.attempt,
+      startedAt: new Date(r.executedAt ?? r.requestedAt),
+      ...(this.action.before ? { before: this.baseline !== undefined ? this.baseline : r.baseline } : {}),
+    };
+  }
+}
+
+function isSettledVerdict(reading: Extract<Reading, { kind: 'observed' }>): boolean {
+  return reading.evaluation?.verdict === 'pass' || reading.evaluation?.verdict === 'wrong_scope';
+}
+
+function failedNames(checks: { name: string; pass: boolean }[] | undefined): string {
+  const failed = (checks ?? []).filter((c) => !c.pass).map((c) => c.name);
+  return failed.length ? `read back did not match: ${failed.join(', ')}` : 'read back did not match';
+}
+
+function staleReason(seen: { checks?: { name: string; pass: boolean }[] }): string {
+  const failed = (seen.checks ?? []).filter((c) => !c.pass && c.name.startsWith('fresh')).map((c) => c.name);
+  return `the read matched but could not be proven fresh (${failed.join(', ') || 'freshness'}); it may be an old copy`;
+}
+
+function summarize(reading: Reading): Record<string, unknown> {
+  if (reading.kind === 'error') return { read: 'error', code: reading.code };
+  if (reading.kind === 'absent') return { read: 'absent' };
+  return {
+    read: 'observed',
+    terminal: reading.terminal ?? null,
+    verdict: reading.evaluation?.verdict ?? null,
+  };
+}

@@ -1,0 +1,115 @@
+import type {
+  AnyAction,
+  Check,
+  Completion,
+  CompletionDraft,
+  NextAllowedAction,
+  RepeatSafety,
+  Status,
+  UnitSummary,
+} from '../contract/types.js';
+import { formMessage } from '../messages/templates.js';
+
+/** Error codes the runner itself produces; actions add their own through `rejected(code, ...)`. */
+export type RunnerCode =
+  | 'invalid_input'
+  | 'invalid_target'
+  | 'not_authorized'
+  | 'idempotency_conflict'
+  | 'baseline_unavailable'
+  | 'aborted'
+  | 'readback_mismatch'
+  | 'wrong_scope'
+  | 'stale_read'
+  | 'effect_absent'
+  | 'in_flight'
+  | 'in_progress'
+  | 'provider_failed'
+  | 'verifier_unavailable'
+  | 'verification_denied'
+  | 'verifier_timeout'
+  | 'unusable_observation'
+  | 'invalid_expectation'
+  | 'poll_budget_exhausted'
+  | 'unverifiable'
+  | 'transport_error';
+
+/** The facts from which one completion is formed. */
+export interface Outcome {
+  status: Status;
+  target: string;
+  operationId: string;
+  idempotencyKey: string;
+  attempt: number;
+  /** True when execute was never called for this operation: repeating it cannot double an effect. */
+  nothingExecuted: boolean;
+  observedAt?: number;
+  evidence?: Record<string, unknown>;
+  checks?: Check[];
+  units?: UnitSummary;
+  errorCode?: RunnerCode | (string & {});
+  reason?: string;
+  /** Overrides the derived next action (e.g. `ask_user` once the retry budget is spent). */
+  next?: NextAllowedAction;
+}
+
+const REPAIRABLE = new Set(['invalid_input', 'invalid_target', 'readback_mismatch', 'idempotency_conflict']);
+const POLLABLE = new Set([
+  'in_flight',
+  'in_progress',
+  'stale_read',
+  'verifier_unavailable',
+  'verifier_timeout',
+  'poll_budget_exhausted',
+  'unusable_observation',
+]);
+
+/** What the agent may do next, given how the operation ended. */
+export function nextAllowedAction(outcome: Outcome, action: AnyAction): NextAllowedAction {
+  if (outcome.next) return outcome.next;
+  switch (outcome.status) {
+    case 'verified':
+    case 'no_op':
+      return 'none';
+    case 'pending':
+      return 'poll';
+    case 'partial':
+      return 'repair';
+    case 'unknown':
+      return outcome.errorCode && POLLABLE.has(outcome.errorCode) ? 'poll' : 'ask_user';
+    case 'failed':
+      if (outcome.nothingExecuted && !REPAIRABLE.has(outcome.errorCode ?? '')) {
+        return outcome.errorCode === 'not_authorized' ? 'ask_user' : 'retry';
+      }
+      if (REPAIRABLE.has(outcome.errorCode ?? '')) return 'repair';
+      return action.safeToRepeat === true && outcome.errorCode !== 'provider_failed' ? 'retry' : 'ask_user';
+  }
+}
+
+/** Whether running the same call again is safe: always when nothing executed, else as the action declares. */
+export function safeToRepeat(outcome: Outcome, action: AnyAction): RepeatSafety {
+  return outcome.nothingExecuted ? true : action.safeToRepeat;
+}
+
+/** Forms the completion, including the status-bound message. */
+export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
+  const draft: CompletionDraft = {
+    status: outcome.status,
+    action: action.name,
+    target: outcome.target,
+    operationId: outcome.operationId,
+    idempotencyKey: outcome.idempotencyKey,
+    attempt: outcome.attempt,
+    postcondition: action.postcondition,
+    mode: action.mode,
+    ...(outcome.observedAt !== undefined ? { observedAt: new Date(outcome.observedAt).toISOString() } : {}),
+    ...(outcome.evidence ? { evidence: outcome.evidence } : {}),
+    checks: outcome.checks ?? [],
+    ...(outcome.units ? { units: outcome.units } : {}),
+    ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}),
+    ...(outcome.reason ? { reason: outcome.reason } : {}),
+    nextAllowedAction: nextAllowedAction(outcome, action),
+    safeToRepeat: safeToRepeat(outcome, action),
+  };
+  return { ...draft, message: formMessage(draft, action.messages).message };
+}

@@ -1,0 +1,119 @@
+import { toPlain, UnusableValue } from '../canonical.js';
+import type { Clock } from '../clock.js';
+import { type Evaluation, evaluate, InvalidExpectation } from '../contract/evaluate.js';
+import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
+import { isDenial } from '../errors.js';
+import { StepTimeout, withDeadline } from './timeout.js';
+
+/** Codes for a read that could not tell us anything about the effect. */
+export type ReadErrorCode =
+  | 'verifier_unavailable'
+  | 'verification_denied'
+  | 'verifier_timeout'
+  | 'unusable_observation'
+  | 'invalid_expectation'
+  | 'aborted';
+
+/** One authoritative read and what it says. */
+export type Reading =
+  | { kind: 'error'; at: number; code: ReadErrorCode; reason: string }
+  | { kind: 'absent'; at: number }
+  | { kind: 'observed'; at: number; terminal?: TerminalState; evaluation: Evaluation | null };
+
+/**
+ * Calls the action's `observe` with a deadline and judges the result.
+ * In accepted mode the terminal classification comes first and only finished work is checked.
+ * Nothing a verifier returns or throws escapes as an exception: every problem becomes an error reading.
+ */
+export async function readOnce(
+  clock: Clock,
+  action: AnyAction,
+  input: unknown,
+  ctx: StepContext,
+): Promise<Reading> {
+  const observe = action.observe;
+  if (!observe) throw new Error('readOnce called for an action without observe');
+  let observed: unknown;
+  try {
+    observed = await withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
+      observe(input, { ...ctx, signal }),
+    );
+  } catch (error) {
+    return { kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) };
+  }
+  const at = clock.now();
+  if (observed === null || observed === undefined) return { kind: 'absent', at };
+  try {
+    // Refuse observations we could not record faithfully: evidence must be storable data.
+    toPlain(observed);
+    const terminal = action.terminal ? action.terminal(observed) : undefined;
+    if (terminal !== undefined && !['running', 'succeeded', 'failed'].includes(terminal)) {
+      return {
+        kind: 'error',
+        at,
+        code: 'invalid_expectation',
+        reason: `terminal() returned ${String(terminal)}`,
+      };
+    }
+    if (action.mode === 'accepted' && terminal !== 'succeeded') {
+      return { kind: 'observed', at, ...(terminal ? { terminal } : {}), evaluation: null };
+    }
+    const evaluation = evaluate(action, input, observed, ctx);
+    return { kind: 'observed', at, ...(terminal ? { terminal } : {}), evaluation };
+  } catch (error) {
+    if (error instanceof UnusableValue) {
+      return {
+        kind: 'error',
+        at,
+        code: 'unusable_observation',
+        reason: `observation unusable: ${error.message}`,
+      };
+    }
+    const code = error instanceof InvalidExpectation ? 'invalid_expectation' : 'unusable_observation';
+    return { kind: 'error', at, code, reason: `checking the observation failed: ${describeError(error)}` };
+  }
+}
+
+/** Calls the optional baseline read with the same deadline and error rules as `observe`. */
+export async function readBaseline(
+  clock: Clock,
+  action: AnyAction,
+  input: unknown,
+  ctx: StepContext,
+): Promise<{ ok: true; value: unknown } | { ok: false; code: ReadErrorCode; reason: string }> {
+  const before = action.before;
+  if (!before) return { ok: true, value: undefined };
+  try {
+    const value = await withDeadline(clock, 'before', action.verifyTimeoutMs, ctx.signal, (signal) =>
+      before(input, { ...ctx, signal }),
+    );
+    if (value !== null && value !== undefined) toPlain(value);
+    return { ok: true, value: value ?? null };
+  } catch (error) {
+    if (error instanceof UnusableValue) {
+      return { ok: false, code: 'unusable_observation', reason: `baseline unusable: ${error.message}` };
+    }
+    return { ok: false, ...classifyReadError(error, ctx.signal) };
+  }
+}
+
+function classifyReadError(error: unknown, signal: AbortSignal): { code: ReadErrorCode; reason: string } {
+  if (error instanceof StepTimeout) return { code: 'verifier_timeout', reason: error.message };
+  if (signal.aborted) return { code: 'aborted', reason: 'the run was aborted during the read' };
+  if (isDenial(error))
+    return { code: 'verification_denied', reason: `verifier denied: ${describeError(error)}` };
+  return { code: 'verifier_unavailable', reason: `verifier unavailable: ${describeError(error)}` };
+}
+
+/** A short, safe description of anything thrown. */
+export function describeError(error: unknown): string {
+  try {
+    if (error instanceof Error) {
+      const code = (error as { code?: unknown }).code;
+      return typeof code === 'string' ? `${code}: ${error.message}` : error.message || error.name;
+    }
+    return String(error);
+  } catch {
+    return 'an unprintable error';
+  }
+}

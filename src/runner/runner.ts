@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import { intentFingerprint, UnusableValue } from '../canonical.js';
+import { type Clock, systemClock } from '../clock.js';
+import { isAction } from '../contract/define.js';
+import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import { validateInput } from '../schema.js';
+import { memoryStore } from '../store/memory.js';
+import type { OperationRecord, OperationStore } from '../store/types.js';
+import { Drive, type FollowMode } from './drive.js';
+import { type Outcome, toCompletion } from './outcome.js';
+import { describeError } from './readback.js';
+
+/** Options for `createRunner`; every field has a safe default. */
+export interface RunnerOptions {
+  /** Where operation records live; defaults to an in-memory store. */
+  store?: OperationStore;
+  clock?: Clock;
+  /** Actions known up front, so `poll` can resume their operations after a restart. */
+  actions?: AnyAction[];
+  /** Re-executions allowed after an ambiguous attempt is proven absent (only for safe-to-repeat actions). */
+  retryBudget?: number;
+  /** Source of randomness for backoff jitter; injectable for deterministic tests. */
+  random?: () => number;
+  /** Operation id generator. */
+  newId?: () => string;
+}
+
+/** Options for `runner.poll`. */
+export interface PollOptions {
+  signal?: AbortSignal;
+  /** Wait within the remaining poll budget instead of reading once. */
+  wait?: boolean;
+  actor?: string;
+}
+
+/** Executes actions, reads back their effects and returns honest completions. */
+export interface Runner {
+  readonly store: OperationStore;
+  readonly clock: Clock;
+  /** Runs one action call; resolves to a Completion for every outcome, throws only on misuse. */
+  run<I, O>(action: Action<I, O>, input: unknown, ctx: RunContext): Promise<Completion>;
+  /** Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded. */
+  poll(operationId: string, options?: PollOptions): Promise<Completion>;
+  /** Makes an action known to `poll`; `run` registers actions itself. */
+  register(action: AnyAction): void;
+  /** The registered action with this name, if any. */
+  action(name: string): AnyAction | undefined;
+}
+
+/** Creates a runner over a store and a clock. */
+export function createRunner(options: RunnerOptions = {}): Runner {
+  const store = options.store ?? memoryStore();
+  const clock = options.clock ?? systemClock;
+  const retryBudget = options.retryBudget ?? 1;
+  if (!Number.isInteger(retryBudget) || retryBudget < 0) {
+    throw new ReadbackError('invalid_options', 'must be a whole number ≥ 0', 'retryBudget');
+  }
+  const random = options.random ?? Math.random;
+  const newId = options.newId ?? (() => `op_${randomUUID()}`);
+  const env = { store, clock, random, retryBudget };
+  const registry = new Map<string, AnyAction>();
+  // Drives in progress in this process, by idempotency key and by operation id, so duplicates join them.
+  const byKey = new Map<string, { fingerprint: string; done: Promise<Completion> }>();
+  const byId = new Map<string, Promise<Completion>>();
+
+  function register(action: AnyAction): void {
+    if (!isAction(action)) {
+      throw new ReadbackError('invalid_options', 'expected an action made by defineAction()', 'action');
+    }
+    const known = registry.get(action.name);
+    if (known && known !== action) {
+      throw new ReadbackError(
+        'invalid_options',
+        `two different actions are named "${action.name}"`,
+        'action.name',
+      );
+    }
+    registry.set(action.name, action);
+  }
+  for (const action of options.actions ?? []) register(action);
+
+  function track(id: string, key: string | undefined, fingerprint: string, done: Promise<Completion>) {
+    byId.set(id, done);
+    if (key) byKey.set(key, { fingerprint, done });
+    void done.finally(() => {
+      byId.delete(id);
+      if (key && byKey.get(key)?.done === done) byKey.delete(key);
+    });
+    return done;
+  }
+
+  async function run<I, O>(action: Action<I, O>, rawInput: unknown, ctx: RunContext): Promise<Completion> {
+    register(action as AnyAction);
+    checkContext(ctx);
+    const scope = ctx.scope ?? {};
+    const signal = ctx.signal ?? new AbortController().signal;
+    const early = (partial: Partial<Outcome> & Pick<Outcome, 'status'>, target = action.name) =>
+      toCompletion(
+        { target, operationId: newId(), idempotencyKey: '', attempt: 0, nothingExecuted: true, ...partial },
+        action as AnyAction,
+      );
+
+    if (signal.aborted)
+      return early({ status: 'failed', errorCode: 'aborted', reason: 'aborted before start' });
+    let validated: Awaited<ReturnType<typeof validateInput<I>>>;
+    try {
+      validated = await validateInput(action.input, rawInput);
+    } catch (error) {
+      return early({
+        status: 'failed',
+        errorCode: 'invalid_input',
+        reason: `validation threw: ${describeError(error)}`,
+      });
+    }
+    if (!validated.ok) {
+      return early({ status: 'failed', errorCode: 'invalid_input', reason: validated.issues.join('; ') });
+    }
+    const input = validated.value;
+    let target: string;
+    try {
+      target = action.target(input);
+      if (typeof target !== 'string' || target === '')
+        throw new Error('target() must return a non-empty string');
+    } catch (error) {
+      return early({ status: 'failed', errorCode: 'invalid_target', reason: describeError(error) });
+    }
+    const denial = await authorize(action, input, ctx);
+    if (denial) return early({ status: 'failed', errorCode: 'not_authorized', reason: denial }, target);
+
+    let fingerprint: string;
+    try {
+      fingerprint = intentFingerprint({ action: action.name, target, input, scope });
+    } catch (error) {
+      const reason =
+        error instanceof UnusableValue ? `input is not plain data (${error.message})` : describeError(error);
+      return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
+    }
+    const key = idempotencyKeyFor(action, input, ctx, fingerprint);
+    if (key === undefined) {
+      return early(
+        { status: 'failed', errorCode: 'invalid_input', reason: 'idempotencyKey() must return a string' },
+        target,
+      );
+    }
+
+    const joined = byKey.get(key);
+    if (joined) {
+      if (joined.fingerprint === fingerprint) return joined.done;
+      return conflict(action as AnyAction, target, key, (await store.getByKey(key))?.id ?? newId());
+    }
+    const id = newId();
+    const now = clock.now();
+    const reservation = store.reserve(
+      {
+        id,
+        action: action.name,
+        target,
+        scope,
+        fingerprint,
+        idempotencyKey: key,
+        runId: ctx.runId,
+        actor: ctx.actor ?? null,
+        input,
+        requestedAt: now,
+      },
+      {
+        type: 'reserved',
+        at: now,
+        from: null,
+        to: 'requested',
+        status: null,
+        actor: ctx.actor ?? null,
+        attempt: 0,
+      },
+    );
+    const done = reservation.then(({ record, created }) => {
+      if (record.fingerprint !== fingerprint) return conflict(action as AnyAction, target, key, record.id);
+      if (!created) return resume(record, { signal, wait: ctx.wait !== false, actor: ctx.actor });
+      const drive = new Drive(env, action as AnyAction, record, { signal, actor: ctx.actor });
+      drive.runWait = ctx.wait !== false;
+      return drive.start();
+    });
+    return track(id, key, fingerprint, done);
+  }
+
+  async function resume(
+    record: OperationRecord,
+    opts: { signal: AbortSignal; wait: boolean; actor: string | undefined },
+  ): Promise<Completion> {
+    if (record.lifecycle === 'settled' && record.completion) return record.completion;
+    const inflight = byId.get(record.id);
+    if (inflight) return inflight;
+    const action = registry.get(record.action);
+    if (!action) {
+      throw new ReadbackError('unknown_action', `no registered action is named "${record.action}"`, 'action');
+    }
+    const drive = new Drive(env, action, record, { signal: opts.signal, actor: opts.actor });
+    drive.runWait = opts.wait;
+    // A duplicate run never re-executes open work: it only reads it back.
+    const follow: FollowMode = opts.wait ? 'wait' : 'once';
+    return track(record.id, undefined, record.fingerprint, drive.advance(follow));
+  }
+
+  async function poll(operationId: string, options: PollOptions = {}): Promise<Completion> {
+    const record = await store.get(operationId);
+    if (!record)
+      throw new ReadbackError('unknown_operation', `no operation has id "${operationId}"`, 'operationId');
+    return resume(record, {
+      signal: options.signal ?? new AbortController().signal,
+      wait: options.wait === true,
+      actor: options.actor,
+    });
+  }
+
+  return { store, clock, run, poll, register, action: (name) => registry.get(name) };
+}
+
+function conflict(action: AnyAction, target: string, key: string, operationId: string): Completion {
+  return toCompletion(
+    {
+      status: 'failed',
+      target,
+      operationId,
+      idempotencyKey: key,
+      attempt: 0,
+      nothingExecuted: true,
+      errorCode: 'idempotency_conflict',
+      reason: `idempotency key "${key}" was already used for a different request (operation ${operationId})`,
+    },
+    action,
+  );
+}
+
+function checkContext(ctx: RunContext): void {
+  if (typeof ctx !== 'object' || ctx === null) {
+    throw new ReadbackError('invalid_context', 'expected a run context object', 'ctx');
+  }
+  if (typeof ctx.runId !== 'string' || ctx.runId === '') {
+    throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.runId');
+  }
+  for (const [key, value] of Object.entries(ctx.scope ?? {})) {
+    if (typeof value !== 'string')
+      throw new ReadbackError('invalid_context', 'scope values must be strings', `ctx.scope.${key}`);
+  }
+  if (
+    ctx.idempotencyKey !== undefined &&
+    (typeof ctx.idempotencyKey !== 'string' || ctx.idempotencyKey === '')
+  ) {
+    throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.idempotencyKey');
+  }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: only the input type matters here.
+async function authorize<I>(action: Action<I, any>, input: I, ctx: RunContext): Promise<string | undefined> {
+  if (!action.authorize) return undefined;
+  try {
+    const result = await action.authorize(input, ctx);
+    if (result === true || (typeof result === 'object' && result !== null && result.allowed === true))
+      return undefined;
+    if (typeof result === 'object' && result !== null && 'reason' in result) return result.reason;
+    return 'the authorization policy denied this call';
+  } catch (error) {
+    // Fail closed: a broken policy must not let the call through.
+    return `the authorization policy failed: ${describeError(error)}`;
+  }
+}
+
+function idempotencyKeyFor<I>(
+  // biome-ignore lint/suspicious/noExplicitAny: only the input type matters here.
+  action: Action<I, any>,
+  input: I,
+  ctx: RunContext,
+  fingerprint: string,
+): string | undefined {
+  if (action.idempotencyKey) {
+    try {
+      const key = action.idempotencyKey(input, ctx);
+      return typeof key === 'string' && key !== '' ? key : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  // By default the same call repeated within one run is one operation; another run is a new request.
+  return ctx.idempotencyKey ?? `${ctx.runId}:${action.name}:${fingerprint.slice(0, 32)}`;
+}

@@ -1,0 +1,261 @@
+import { randomUUID } from 'node:crypto';
+import { ReadbackError } from '../errors.js';
+import {
+  type Claim,
+  type Lifecycle,
+  type ListFilter,
+  type NewEvent,
+  type NewOperation,
+  OPEN_LIFECYCLES,
+  type OperationEvent,
+  type OperationRecord,
+  type OperationStore,
+  RECORD_SCHEMA_VERSION,
+} from './types.js';
+
+interface Entry {
+  record: OperationRecord;
+  events: OperationEvent[];
+}
+
+const LIFECYCLES: readonly Lifecycle[] = [...OPEN_LIFECYCLES, 'settled'];
+const IDENTITY_FIELDS = ['id', 'idempotencyKey', 'fingerprint', 'schemaVersion'] as const;
+
+/** An in-process `OperationStore` for tests and single-process use; it holds the contract every backend passes. */
+export function memoryStore(): OperationStore {
+  const byId = new Map<string, Entry>();
+  const idByKey = new Map<string, string>();
+  let closed = false;
+
+  // Every method body runs synchronously after this check, so each call is atomic in one event loop.
+  const open = (method: string) => {
+    if (closed) throw new ReadbackError('store_closed', `memory store is closed; cannot ${method}`);
+  };
+
+  const append = (entry: Entry, event: NewEvent, from: Lifecycle | null, to: Lifecycle | null) => {
+    const copy = structuredClone(event);
+    entry.events.push({
+      ...copy,
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      operationId: entry.record.id,
+      seq: entry.events.length + 1,
+      from,
+      to,
+    });
+  };
+
+  return {
+    async reserve(op: NewOperation, event: NewEvent) {
+      open('reserve');
+      requireString(op.id, 'op.id');
+      requireString(op.idempotencyKey, 'op.idempotencyKey');
+      requireTime(op.requestedAt, 'op.requestedAt');
+      requireTime(event.at, 'event.at');
+
+      const existingId = idByKey.get(op.idempotencyKey);
+      if (existingId !== undefined) {
+        return { record: structuredClone(byId.get(existingId)!.record), created: false };
+      }
+      if (byId.has(op.id)) {
+        throw new ReadbackError(
+          'store_conflict',
+          `operation ${op.id} already exists under a different idempotency key`,
+          'op.id',
+        );
+      }
+
+      const input = structuredClone(op);
+      const record: OperationRecord = {
+        schemaVersion: RECORD_SCHEMA_VERSION,
+        id: input.id,
+        action: input.action,
+        target: input.target,
+        scope: input.scope,
+        fingerprint: input.fingerprint,
+        idempotencyKey: input.idempotencyKey,
+        runId: input.runId,
+        actor: input.actor ?? null,
+        input: input.input,
+        attempt: 0,
+        lifecycle: 'requested',
+        status: null,
+        requestedAt: input.requestedAt,
+        updatedAt: input.requestedAt,
+        executedAt: null,
+        acceptedAt: null,
+        lastObservedAt: null,
+        nextPollAt: null,
+        reads: 0,
+        providerRef: null,
+        baseline: null,
+        completion: null,
+        leaseOwner: null,
+        leaseToken: null,
+        leaseExpiresAt: null,
+      };
+      const entry: Entry = { record, events: [] };
+      append(entry, event, null, 'requested');
+      byId.set(record.id, entry);
+      idByKey.set(record.idempotencyKey, record.id);
+      return { record: structuredClone(record), created: true };
+    },
+
+    async transition(id, from, patch, event, guard = {}) {
+      open('transition');
+      requireTime(event.at, 'event.at');
+      if (patch.lifecycle !== undefined && !LIFECYCLES.includes(patch.lifecycle)) {
+        throw new ReadbackError(
+          'invalid_options',
+          `unknown lifecycle "${String(patch.lifecycle)}"`,
+          'patch.lifecycle',
+        );
+      }
+      const entry = byId.get(id);
+      if (!entry) return null;
+      const current = entry.record;
+      // The type forbids identity fields, but a spread record can still carry them at run time.
+      for (const field of IDENTITY_FIELDS) {
+        const value = (patch as Partial<OperationRecord>)[field];
+        if (value !== undefined && value !== current[field]) {
+          throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
+        }
+      }
+      // Settled is terminal: nothing may rewrite an honest final status.
+      if (current.lifecycle === 'settled' || !from.includes(current.lifecycle)) return null;
+      if (guard.leaseToken !== undefined && current.leaseToken !== guard.leaseToken) return null;
+      if (guard.attempt !== undefined && current.attempt !== guard.attempt) return null;
+
+      // An explicit `undefined` in a patch means "not given", as it would for an omitted column.
+      const changes = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+      const next: OperationRecord = {
+        ...current,
+        ...structuredClone(changes),
+        id: current.id,
+        schemaVersion: current.schemaVersion,
+        idempotencyKey: current.idempotencyKey,
+        fingerprint: current.fingerprint,
+        updatedAt: patch.updatedAt ?? event.at,
+      };
+      entry.record = next;
+      append(entry, event, current.lifecycle, next.lifecycle);
+      return structuredClone(next);
+    },
+
+    async get(id) {
+      open('get');
+      const entry = byId.get(id);
+      return entry ? structuredClone(entry.record) : null;
+    },
+
+    async getByKey(idempotencyKey) {
+      open('getByKey');
+      const id = idByKey.get(idempotencyKey);
+      return id === undefined ? null : structuredClone(byId.get(id)!.record);
+    },
+
+    async events(id) {
+      open('events');
+      return structuredClone(byId.get(id)?.events ?? []);
+    },
+
+    async list(filter: ListFilter = {}) {
+      open('list');
+      if (filter.limit !== undefined) requirePositiveInt(filter.limit, 'filter.limit');
+      if (filter.dueBefore !== undefined) requireTime(filter.dueBefore, 'filter.dueBefore');
+      const lifecycles =
+        filter.lifecycle === undefined
+          ? undefined
+          : Array.isArray(filter.lifecycle)
+            ? filter.lifecycle
+            : [filter.lifecycle];
+      const due = filter.dueBefore;
+      const matches = [...byId.values()]
+        .map((e) => e.record)
+        .filter(
+          (r) =>
+            (filter.status === undefined || r.status === filter.status) &&
+            (lifecycles === undefined || lifecycles.includes(r.lifecycle)) &&
+            (filter.action === undefined || r.action === filter.action) &&
+            (filter.runId === undefined || r.runId === filter.runId) &&
+            (due === undefined || (r.nextPollAt !== null && r.nextPollAt <= due)),
+        )
+        .sort((a, b) => a.requestedAt - b.requestedAt || compareIds(a.id, b.id));
+      return structuredClone(filter.limit === undefined ? matches : matches.slice(0, filter.limit));
+    },
+
+    async claimDue(limit, leaseMs, owner, now) {
+      open('claimDue');
+      requirePositiveInt(limit, 'limit');
+      if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
+        throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
+      }
+      requireString(owner, 'owner');
+      requireTime(now, 'now');
+
+      const due = [...byId.values()]
+        .filter(({ record: r }) => {
+          if (r.lifecycle === 'settled' || r.lifecycle === 'awaiting_approval') return false;
+          if (r.nextPollAt === null || r.nextPollAt > now) return false;
+          return r.leaseExpiresAt === null || r.leaseExpiresAt <= now;
+        })
+        .sort(
+          (a, b) =>
+            a.record.nextPollAt! - b.record.nextPollAt! ||
+            a.record.requestedAt - b.record.requestedAt ||
+            compareIds(a.record.id, b.record.id),
+        )
+        .slice(0, limit);
+
+      return due.map((entry): Claim => {
+        const leaseToken = randomUUID();
+        const leaseExpiresAt = now + leaseMs;
+        const r = entry.record;
+        entry.record = { ...r, leaseOwner: owner, leaseToken, leaseExpiresAt, updatedAt: now };
+        // The token is a write capability, so the log names the owner but never the token.
+        append(
+          entry,
+          {
+            at: now,
+            type: 'claimed',
+            from: r.lifecycle,
+            to: r.lifecycle,
+            status: r.status,
+            actor: owner,
+            attempt: r.attempt,
+            detail: { owner, leaseExpiresAt },
+          },
+          r.lifecycle,
+          r.lifecycle,
+        );
+        return { record: structuredClone(entry.record), leaseToken, leaseExpiresAt };
+      });
+    },
+
+    async close() {
+      // Closing twice is harmless, so shutdown paths need no bookkeeping of their own.
+      closed = true;
+    },
+  };
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function requireString(value: unknown, field: string): void {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new ReadbackError('invalid_options', 'must be a non-empty string', field);
+  }
+}
+
+function requireTime(value: unknown, field: string): void {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new ReadbackError('invalid_options', 'must be a finite number of milliseconds', field);
+  }
+}
+
+function requirePositiveInt(value: unknown, field: string): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    throw new ReadbackError('invalid_options', 'must be a positive integer', field);
+  }
+}

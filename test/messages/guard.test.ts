@@ -1,0 +1,199 @@
+import { describe, expect, it } from 'vitest';
+import { guardAnswer, type Violation } from '../../src/messages/guard.js';
+import { completion, helpdesk } from './fixtures.js';
+
+const kinds = (vs: Violation[]): string[] => vs.map((v) => `${v.kind}:${v.claim}`);
+
+describe('guardAnswer: answers that agree with the evidence pass', () => {
+  it('passes an honest helpdesk report of mixed outcomes', () => {
+    const run = [
+      helpdesk.resolveTicket('verified'),
+      helpdesk.sendEmail('pending'),
+      helpdesk.refundOrder('failed', { errorCode: 'card_declined' }),
+      helpdesk.migrateBatch('partial'),
+    ];
+    const answer =
+      'Ticket T-104 is resolved. I queued the email to Ana; delivery is not confirmed yet (operation op_1). ' +
+      'The refund for order 42 failed: the card was declined. 8 of 10 records migrated; rec-3 and rec-7 did not.';
+    expect(guardAnswer(answer, run)).toEqual({ ok: true, violations: [] });
+  });
+
+  it('passes the design example when the ticket is verified', () => {
+    expect(guardAnswer('Done — T-104 is resolved.', [helpdesk.resolveTicket('verified')]).ok).toBe(true);
+  });
+
+  it('passes hedged, negated and questioned mentions of unverified effects', () => {
+    const run = [helpdesk.sendEmail('unknown'), helpdesk.refundOrder('failed')];
+    const answer =
+      "The email to Ana may have been sent, but I can't confirm it: the mail API did not answer. " +
+      'Order 42 was not refunded. Should I try the refund again?';
+    expect(guardAnswer(answer, run).ok).toBe(true);
+  });
+
+  it('passes generic wrap-ups when every action is verified', () => {
+    const run = [helpdesk.resolveTicket('verified'), helpdesk.sendEmail('verified')];
+    expect(guardAnswer('All set, everything is complete.', run).ok).toBe(true);
+    expect(guardAnswer('Done! I resolved T-104 and emailed ana@example.com.', run).ok).toBe(true);
+  });
+
+  it('passes text with no effect words at all', () => {
+    expect(guardAnswer('I looked at the ticket and have a question for you.', []).ok).toBe(true);
+  });
+});
+
+describe('guardAnswer: unverified_claim', () => {
+  it('flags "Done, I sent it." for a pending email', () => {
+    const r = guardAnswer('Done, I sent it.', [helpdesk.sendEmail('pending')]);
+    expect(r.ok).toBe(false);
+    expect(kinds(r.violations)).toEqual(['unattributed_claim:done', 'unverified_claim:sent']);
+    expect(r.violations[1]).toMatchObject({
+      kind: 'unverified_claim',
+      sentence: 'Done, I sent it.',
+      claim: 'sent',
+      target: 'email:ana@example.com',
+      action: 'send_email',
+      status: 'pending',
+      operationId: 'op_1',
+    });
+    expect(r.violations[1]?.detail).toContain('say it was accepted and is not verified yet');
+  });
+
+  it('flags the design example when the ticket is only pending', () => {
+    const r = guardAnswer('Done — T-104 is resolved.', [helpdesk.resolveTicket('pending')]);
+    expect(kinds(r.violations)).toEqual(['unverified_claim:done', 'unverified_claim:resolved']);
+  });
+
+  it('flags a claim that names the target of a failed action', () => {
+    const r = guardAnswer('Order 42 has been refunded in full.', [helpdesk.refundOrder('failed')]);
+    expect(r.violations).toMatchObject([{ kind: 'unverified_claim', claim: 'refunded', status: 'failed' }]);
+  });
+
+  it('flags "sent but pending": a hedge later in the sentence does not excuse the claim', () => {
+    const r = guardAnswer('The email was sent but delivery is pending.', [helpdesk.sendEmail('pending')]);
+    expect(kinds(r.violations)).toEqual(['unverified_claim:sent']);
+  });
+
+  it('ties synonyms and nouns to the action ("the ticket is closed" → resolve_ticket)', () => {
+    const r = guardAnswer('The ticket is closed.', [helpdesk.resolveTicket('unknown')]);
+    expect(r.violations).toMatchObject([
+      { kind: 'unverified_claim', action: 'resolve_ticket', status: 'unknown' },
+    ]);
+  });
+
+  it('attributes each claim of a compound sentence to its own action', () => {
+    const run = [helpdesk.resolveTicket('verified'), helpdesk.sendEmail('pending')];
+    const r = guardAnswer('I resolved T-104 and sent the proposal email to ana@example.com.', run);
+    expect(r.violations).toMatchObject([{ kind: 'unverified_claim', claim: 'sent', action: 'send_email' }]);
+  });
+
+  it('uses the target to tell two runs of one action apart, and flags an ambiguous claim', () => {
+    const run = [
+      helpdesk.sendEmail('pending'),
+      helpdesk.sendEmail('verified', { target: 'email:bob@example.com', operationId: 'op_2' }),
+    ];
+    expect(guardAnswer('The email to bob@example.com was delivered.', run).ok).toBe(true);
+    expect(guardAnswer('The email to Ana was delivered.', run).violations).toMatchObject([
+      { operationId: 'op_1' },
+    ]);
+    expect(guardAnswer('Both emails were delivered.', run).violations).toMatchObject([
+      { operationId: 'op_1' },
+    ]);
+  });
+
+  it('uses an operation id named in the clause', () => {
+    const run = [helpdesk.sendEmail('pending'), helpdesk.resolveTicket('verified')];
+    const r = guardAnswer('Operation op_1 completed.', run);
+    expect(r.violations).toMatchObject([{ kind: 'unverified_claim', operationId: 'op_1' }]);
+  });
+
+  describe('partial', () => {
+    const run = [helpdesk.migrateBatch('partial')];
+
+    it('flags a claim that the whole batch migrated', () => {
+      const r = guardAnswer('The batch 2025-q1 was migrated.', run);
+      expect(r.violations).toMatchObject([{ kind: 'unverified_claim', status: 'partial' }]);
+    });
+
+    it('allows a claim that states the exact counts', () => {
+      expect(guardAnswer('8 of 10 records were migrated.', run).ok).toBe(true);
+      expect(guardAnswer('Migrated 8/10 records of the batch.', run).ok).toBe(true);
+      expect(guardAnswer('9 of 10 records were migrated.', run).ok).toBe(false);
+    });
+  });
+
+  describe('no_op: state claims pass, act claims do not', () => {
+    const run = [helpdesk.resolveTicket('no_op')];
+
+    it.each([
+      'Ticket T-104 was already resolved, so nothing needed to change.',
+      'T-104 is resolved.',
+      'I checked, and T-104 is already closed.',
+      'I found T-104 already resolved.',
+    ])('allows %j', (answer) => {
+      expect(guardAnswer(answer, run).ok).toBe(true);
+    });
+
+    it.each([
+      ['I resolved T-104.', 'resolved'],
+      ["We've closed ticket T-104.", 'closed'],
+      ['Resolved T-104 for you.', 'resolved'],
+      ['Done — T-104 is resolved.', 'done'],
+    ])('flags %j', (answer, claim) => {
+      const r = guardAnswer(answer, run);
+      expect(r.violations).toMatchObject([{ kind: 'unverified_claim', claim, status: 'no_op' }]);
+    });
+  });
+});
+
+describe('guardAnswer: no_completion', () => {
+  it('flags an effect of an action that never ran', () => {
+    const r = guardAnswer('I sent the email to Ana and refunded order 42.', [helpdesk.sendEmail('verified')]);
+    expect(r.violations).toMatchObject([
+      { kind: 'no_completion', claim: 'refunded', sentence: r.violations[0]?.sentence },
+    ]);
+    expect(r.violations[0]?.target).toBeUndefined();
+  });
+
+  it('flags any specific claim when nothing ran', () => {
+    const r = guardAnswer('I sent the proposal to Ana.', []);
+    expect(kinds(r.violations)).toEqual(['no_completion:sent']);
+  });
+
+  it('flags a generic claim about a named thing no action touched', () => {
+    const r = guardAnswer('The migration is complete.', [helpdesk.resolveTicket('verified')]);
+    expect(kinds(r.violations)).toEqual(['no_completion:complete']);
+  });
+});
+
+describe('guardAnswer: unattributed_claim', () => {
+  it('flags a bare wrap-up when some action is not verified', () => {
+    const run = [helpdesk.resolveTicket('verified'), helpdesk.sendEmail('pending')];
+    const r = guardAnswer('All set, everything is complete.', run);
+    expect(kinds(r.violations)).toEqual(['unattributed_claim:all set', 'unattributed_claim:complete']);
+    expect(r.violations[0]?.detail).toContain('1 of 2 actions are not verified');
+  });
+
+  it('flags a bare wrap-up when a no_op is the only outcome, since nothing was done', () => {
+    expect(kinds(guardAnswer('Done.', [helpdesk.resolveTicket('no_op')]).violations)).toEqual([
+      'unattributed_claim:done',
+    ]);
+  });
+
+  it('flags a bare wrap-up when nothing ran', () => {
+    const r = guardAnswer('Your request has been successfully completed.', []);
+    expect(kinds(r.violations)).toEqual(['unattributed_claim:successfully', 'unattributed_claim:completed']);
+    expect(r.violations[0]?.detail).toContain('no state-changing action ran');
+  });
+});
+
+describe('guardAnswer: robustness', () => {
+  it('ignores claims inside quoted or code spans', () => {
+    const c = completion({ status: 'pending' });
+    expect(guardAnswer('The check waits for “ticket is resolved” and `status=closed`.', [c]).ok).toBe(true);
+  });
+
+  it('reports one violation per claim and completion even when repeated', () => {
+    const r = guardAnswer('Sent. Sent.', [helpdesk.sendEmail('failed')]);
+    expect(r.violations).toHaveLength(1);
+  });
+});
