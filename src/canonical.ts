@@ -105,3 +105,17 @@ export function plainEqual(a: unknown, b: unknown): boolean {
     return false;
   }
 }
+
+/**
+ * A deep copy of plain data (objects, arrays, primitives), falling back to `structuredClone` for
+ * anything else (Dates, Maps); several times faster than `structuredClone` on records and completions.
+ */
+export function clonePlain<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(clonePlain) as T;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) out[key] = clonePlain((value as Record<string, unknown>)[key]);
+  return out as T;
+}

@@ -7,7 +7,7 @@ import { pollDelay } from './backoff.js';
 import { isAccepted, isRejected } from './markers.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
-import { withDeadline } from './timeout.js';
+import { withDeadline, withLazySignal } from './timeout.js';
 
 /** What every operation drive shares with its runner. */
 export interface DriveEnv {
@@ -129,7 +129,7 @@ export class Drive {
     let raw: unknown;
     try {
       raw = await withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
-        action.execute(this.record.input, { ...this.stepContext(), signal }),
+        action.execute(this.record.input, withLazySignal(this.stepContext(), signal)),
       );
     } catch (error) {
       this.pendingDetail = { error: describeError(error) };

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { type Evaluation, evaluate, InvalidExpectation } from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
 import { isDenial } from '../errors.js';
-import { StepTimeout, withDeadline } from './timeout.js';
+import { StepTimeout, withDeadline, withLazySignal } from './timeout.js';
 
 /** Codes for a read that could not tell us anything about the effect. */
 export type ReadErrorCode =
@@ -36,7 +36,7 @@ export async function readOnce(
   let observed: unknown;
   try {
     observed = await withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
-      observe(input, { ...ctx, signal }),
+      observe(input, withLazySignal(ctx, signal)),
     );
   } catch (error) {
     return { kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) };
@@ -85,7 +85,7 @@ export async function readBaseline(
   if (!before) return { ok: true, value: undefined };
   try {
     const value = await withDeadline(clock, 'before', action.verifyTimeoutMs, ctx.signal, (signal) =>
-      before(input, { ...ctx, signal }),
+      before(input, withLazySignal(ctx, signal)),
     );
     if (value !== null && value !== undefined) toPlain(value);
     return { ok: true, value: value ?? null };

@@ -10,6 +10,7 @@ import type { OperationRecord, OperationStore } from '../store/types.js';
 import { Drive, type FollowMode } from './drive.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
+import { NEVER_ABORTED } from './timeout.js';
 
 /** Options for `createRunner`; every field has a safe default. */
 export interface RunnerOptions {
@@ -94,7 +95,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     register(action as AnyAction);
     checkContext(ctx);
     const scope = ctx.scope ?? {};
-    const signal = ctx.signal ?? new AbortController().signal;
+    const signal = ctx.signal ?? NEVER_ABORTED;
     const early = (partial: Partial<Outcome> & Pick<Outcome, 'status'>, target = action.name) =>
       toCompletion(
         { target, operationId: newId(), idempotencyKey: '', attempt: 0, nothingExecuted: true, ...partial },

@@ -10,33 +10,62 @@ export class StepTimeout extends Error {
   }
 }
 
+// Aborting with an explicit reason avoids building a DOMException (and its stack) on every finished step.
+const FINISHED = Symbol('step finished');
+
+/** A signal that never aborts, shared so runs without a caller signal allocate none. */
+export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
 /**
- * Runs `work` with a deadline on the injected clock and an abort signal that fires on timeout or on `parent`.
- * The timer is always cancelled so a finished step never keeps the process alive.
+ * Runs `work` with a deadline on the injected clock. `work` receives a lazy signal getter: the step's
+ * AbortController (which fires on timeout or on `parent`) is only built if the step asks for its signal,
+ * because building one per step costs more than the rest of a fast step.
  */
 export async function withDeadline<T>(
   clock: Clock,
   step: string,
   ms: number,
   parent: AbortSignal,
-  work: (signal: AbortSignal) => Promise<T> | T,
+  work: (signal: () => AbortSignal) => Promise<T> | T,
 ): Promise<T> {
-  const timer = new AbortController();
-  const stepAbort = new AbortController();
-  const onParentAbort = () => stepAbort.abort(parent.reason);
-  parent.addEventListener('abort', onParentAbort, { once: true });
-  const deadline = clock.sleep(ms, timer.signal).then(
-    () => {
-      const error = new StepTimeout(step, ms);
-      stepAbort.abort(error);
-      throw error;
-    },
-    () => new Promise<never>(() => {}),
-  );
+  let controller: AbortController | undefined;
+  let timedOut: StepTimeout | undefined;
+  const onParentAbort = () => controller?.abort(parent.reason);
+  const signal = () => {
+    if (!controller) {
+      controller = new AbortController();
+      if (timedOut) controller.abort(timedOut);
+      else if (parent.aborted) controller.abort(parent.reason);
+      else if (parent !== NEVER_ABORTED) parent.addEventListener('abort', onParentAbort, { once: true });
+    }
+    return controller.signal;
+  };
+  let cancel: () => void = () => {};
+  const expired = new Promise<never>((_, reject) => {
+    const fire = () => {
+      timedOut = new StepTimeout(step, ms);
+      controller?.abort(timedOut);
+      reject(timedOut);
+    };
+    if (clock.deadline) {
+      cancel = clock.deadline(ms, fire);
+    } else {
+      const timer = new AbortController();
+      clock.sleep(ms, timer.signal).then(fire, () => {});
+      cancel = () => timer.abort(FINISHED);
+    }
+  });
   try {
-    return await Promise.race([Promise.resolve().then(() => work(stepAbort.signal)), deadline]);
+    return await Promise.race([(async () => work(signal))(), expired]);
   } finally {
-    timer.abort();
-    parent.removeEventListener('abort', onParentAbort);
+    cancel();
+    if (controller) parent.removeEventListener('abort', onParentAbort);
   }
+}
+
+/** Copies a step context, replacing its `signal` with a lazy getter over `signal()`. */
+export function withLazySignal<C extends { signal: AbortSignal }>(ctx: C, signal: () => AbortSignal): C {
+  const copy = { ...ctx };
+  Object.defineProperty(copy, 'signal', { get: signal, enumerable: true, configurable: true });
+  return copy;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { clonePlain } from '../canonical.js';
 import { ReadbackError } from '../errors.js';
 import {
   type Claim,
@@ -33,7 +34,7 @@ export function memoryStore(): OperationStore {
   };
 
   const append = (entry: Entry, event: NewEvent, from: Lifecycle | null, to: Lifecycle | null) => {
-    const copy = structuredClone(event);
+    const copy = clonePlain(event);
     entry.events.push({
       ...copy,
       schemaVersion: RECORD_SCHEMA_VERSION,
@@ -54,7 +55,7 @@ export function memoryStore(): OperationStore {
 
       const existingId = idByKey.get(op.idempotencyKey);
       if (existingId !== undefined) {
-        return { record: structuredClone(byId.get(existingId)!.record), created: false };
+        return { record: clonePlain(byId.get(existingId)!.record), created: false };
       }
       if (byId.has(op.id)) {
         throw new ReadbackError(
@@ -64,7 +65,7 @@ export function memoryStore(): OperationStore {
         );
       }
 
-      const input = structuredClone(op);
+      const input = clonePlain(op);
       const record: OperationRecord = {
         schemaVersion: RECORD_SCHEMA_VERSION,
         id: input.id,
@@ -97,7 +98,7 @@ export function memoryStore(): OperationStore {
       append(entry, event, null, 'requested');
       byId.set(record.id, entry);
       idByKey.set(record.idempotencyKey, record.id);
-      return { record: structuredClone(record), created: true };
+      return { record: clonePlain(record), created: true };
     },
 
     async transition(id, from, patch, event, guard = {}) {
@@ -129,7 +130,7 @@ export function memoryStore(): OperationStore {
       const changes = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
       const next: OperationRecord = {
         ...current,
-        ...structuredClone(changes),
+        ...clonePlain(changes),
         id: current.id,
         schemaVersion: current.schemaVersion,
         idempotencyKey: current.idempotencyKey,
@@ -138,24 +139,24 @@ export function memoryStore(): OperationStore {
       };
       entry.record = next;
       append(entry, event, current.lifecycle, next.lifecycle);
-      return structuredClone(next);
+      return clonePlain(next);
     },
 
     async get(id) {
       open('get');
       const entry = byId.get(id);
-      return entry ? structuredClone(entry.record) : null;
+      return entry ? clonePlain(entry.record) : null;
     },
 
     async getByKey(idempotencyKey) {
       open('getByKey');
       const id = idByKey.get(idempotencyKey);
-      return id === undefined ? null : structuredClone(byId.get(id)!.record);
+      return id === undefined ? null : clonePlain(byId.get(id)!.record);
     },
 
     async events(id) {
       open('events');
-      return structuredClone(byId.get(id)?.events ?? []);
+      return clonePlain(byId.get(id)?.events ?? []);
     },
 
     async list(filter: ListFilter = {}) {
@@ -180,7 +181,7 @@ export function memoryStore(): OperationStore {
             (due === undefined || (r.nextPollAt !== null && r.nextPollAt <= due)),
         )
         .sort((a, b) => a.requestedAt - b.requestedAt || compareIds(a.id, b.id));
-      return structuredClone(filter.limit === undefined ? matches : matches.slice(0, filter.limit));
+      return clonePlain(filter.limit === undefined ? matches : matches.slice(0, filter.limit));
     },
 
     async claimDue(limit, leaseMs, owner, now) {
@@ -227,7 +228,7 @@ export function memoryStore(): OperationStore {
           r.lifecycle,
           r.lifecycle,
         );
-        return { record: structuredClone(entry.record), leaseToken, leaseExpiresAt };
+        return { record: clonePlain(entry.record), leaseToken, leaseExpiresAt };
       });
     },
 

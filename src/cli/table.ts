@@ -1,0 +1,160 @@
+/** A styling function applied to already padded text, so escape codes never disturb the layout. */
+export type Style = (text: string) => string;
+
+/** A run of text in a cell with one style; each segment starts on a new line. */
+export interface Segment {
+  text: string;
+  style?: Style;
+}
+
+/** A cell: plain text, or segments with their own styles (a name, then a dim note). */
+export type Cell = string | Segment[];
+
+/** A column: its header and width limits; the one `grow` column takes whatever width is left. */
+export interface Column {
+  header: string;
+  min: number;
+  max?: number;
+  grow?: boolean;
+}
+
+/** Layout options: the total width to fit and how many lines a cell may use before it is cut. */
+export interface TableOptions {
+  width: number;
+  maxLines?: number;
+  headerStyle?: Style;
+}
+
+const plain: Style = (text) => text;
+
+/** ANSI styles, or no-ops when color is off, so callers style unconditionally. */
+export function palette(color: boolean) {
+  const sgr =
+    (open: number, close: number): Style =>
+    (text) =>
+      color && text !== '' ? `\u001b[${open}m${text}\u001b[${close}m` : text;
+  return {
+    bold: sgr(1, 22),
+    dim: sgr(2, 22),
+    red: sgr(31, 39),
+    green: sgr(32, 39),
+    yellow: sgr(33, 39),
+    magenta: sgr(35, 39),
+    cyan: sgr(36, 39),
+  };
+}
+
+/** The styles `palette` returns. */
+export type Palette = ReturnType<typeof palette>;
+
+/** Word-wraps text to `width` columns, breaking words longer than a line; keeps explicit line breaks. */
+export function wrap(text: string, width: number): string[] {
+  const size = Math.max(1, width);
+  const lines: string[] = [];
+  for (const paragraph of text.split('\n')) {
+    let line = '';
+    for (const word of paragraph.split(/\s+/).filter((w) => w !== '')) {
+      let rest = word;
+      const room = line === '' ? size : size - textWidth(line) - 1;
+      if (textWidth(rest) <= room) {
+        line = line === '' ? rest : `${line} ${rest}`;
+        continue;
+      }
+      if (line !== '') lines.push(line);
+      line = '';
+      while (textWidth(rest) > size) {
+        lines.push([...rest].slice(0, size).join(''));
+        rest = [...rest].slice(size).join('');
+      }
+      line = rest;
+    }
+    lines.push(line);
+  }
+  return lines;
+}
+
+function textWidth(text: string): number {
+  return [...text].length;
+}
+
+function segmentsOf(cell: Cell): Segment[] {
+  return typeof cell === 'string' ? [{ text: cell }] : cell;
+}
+
+// The widest a cell would be unwrapped: each segment line on its own.
+function natural(cell: Cell): number {
+  return Math.max(0, ...segmentsOf(cell).flatMap((s) => s.text.split('\n').map((line) => textWidth(line))));
+}
+
+function layout(columns: readonly Column[], rows: readonly Cell[][], total: number): number[] {
+  const wants = columns.map((c, i) =>
+    Math.max(c.min, textWidth(c.header), ...rows.map((r) => natural(r[i] ?? ''))),
+  );
+  const widths = columns.map((c, i) => Math.min(wants[i]!, c.max ?? Number.POSITIVE_INFINITY));
+  const budget = total - (3 * columns.length + 1);
+  const grow = columns.findIndex((c) => c.grow);
+  if (grow >= 0) {
+    const others = widths.reduce((sum, w, i) => (i === grow ? sum : sum + w), 0);
+    widths[grow] = Math.min(wants[grow]!, Math.max(columns[grow]!.min, budget - others));
+  }
+  // Still too wide (a narrow terminal): take one column at a time from the widest that can give.
+  for (let over = widths.reduce((a, b) => a + b, 0) - budget; over > 0; over--) {
+    let widest = -1;
+    widths.forEach((w, i) => {
+      if (w > columns[i]!.min && (widest < 0 || w > widths[widest]!)) widest = i;
+    });
+    if (widest < 0) break;
+    widths[widest]!--;
+  }
+  return widths;
+}
+
+function cellLines(cell: Cell, size: number, maxLines: number): { text: string; style: Style }[] {
+  const lines = segmentsOf(cell).flatMap((s) =>
+    wrap(s.text, size).map((text) => ({ text, style: s.style ?? plain })),
+  );
+  if (lines.length <= maxLines) return lines;
+  const kept = lines.slice(0, maxLines);
+  const last = kept[maxLines - 1]!;
+  // Mark the cut, so a reader knows the cell continues rather than ends mid-thought.
+  last.text = `${[...last.text].slice(0, size - 1).join('')}…`;
+  return kept;
+}
+
+/** Renders rows as a box-drawn table that fits `width` columns, wrapping and cutting long cells. */
+export function renderTable(
+  columns: readonly Column[],
+  rows: readonly Cell[][],
+  options: TableOptions,
+): string {
+  const widths = layout(columns, rows, options.width);
+  const maxLines = options.maxLines ?? Number.POSITIVE_INFINITY;
+  const rule = (left: string, mid: string, right: string) =>
+    `${left}${widths.map((w) => '─'.repeat(w + 2)).join(mid)}${right}`;
+  const line = (cells: readonly Cell[], styleAll?: Style): string[] => {
+    const wrapped = widths.map((w, i) => cellLines(cells[i] ?? '', w, maxLines));
+    const height = Math.max(1, ...wrapped.map((c) => c.length));
+    const out: string[] = [];
+    for (let n = 0; n < height; n++) {
+      const parts = wrapped.map((c, i) => {
+        const piece = c[n] ?? { text: '', style: plain };
+        const padded = piece.text + ' '.repeat(Math.max(0, widths[i]! - textWidth(piece.text)));
+        return (styleAll ?? piece.style)(padded);
+      });
+      out.push(`│ ${parts.join(' │ ')} │`);
+    }
+    return out;
+  };
+  const out = [
+    rule('┌', '┬', '┐'),
+    ...line(
+      columns.map((c) => c.header),
+      options.headerStyle,
+    ),
+  ];
+  rows.forEach((row) => {
+    out.push(rule('├', '┼', '┤'), ...line(row));
+  });
+  out.push(rule('└', '┴', '┘'));
+  return out.join('\n');
+}
