@@ -37,7 +37,7 @@ export function toPlain(value: unknown, path = '', seen = new Set<object>()): un
     const out: Record<string, unknown> = {};
     for (const [key, item] of entries) {
       if (item === undefined) continue;
-      out[key] = toPlain(item, path ? `${path}.${key}` : key, seen);
+      setOwn(out, key, toPlain(item, path ? `${path}.${key}` : key, seen));
     }
     return out;
   } finally {
@@ -78,7 +78,8 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  for (const key of Object.keys(value).sort())
+    setOwn(out, key, sortKeys((value as Record<string, unknown>)[key]));
   return out;
 }
 
@@ -116,6 +117,15 @@ export function clonePlain<T>(value: T): T {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = clonePlain((value as Record<string, unknown>)[key]);
+  for (const key of Object.keys(value)) setOwn(out, key, clonePlain((value as Record<string, unknown>)[key]));
   return out as T;
+}
+
+// Plain assignment of "__proto__" would set the prototype and silently drop the key (and its data).
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
 }

@@ -150,11 +150,11 @@ async function rawResult(runner: Runner, operationId: string): Promise<{ called:
 }
 
 function compact(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(compact).join(',')}]`;
+  if (Array.isArray(value)) return `[${value.map(compact).join(', ')}]`;
   if (typeof value === 'object' && value !== null) {
     return `{${Object.entries(value)
       .map(([k, v]) => `${k}:${compact(v)}`)
-      .join(',')}}`;
+      .join(', ')}}`;
   }
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }
@@ -249,11 +249,11 @@ export function demoJson(result: DemoResult) {
 
 /** The five table columns, in order. */
 export const DEMO_COLUMNS: readonly Column[] = [
-  { header: 'tool', min: 14, max: 22 },
-  { header: 'tool returned', min: 12, max: 19 },
-  { header: 'naive agent would say', min: 12, max: 20 },
-  { header: 'readback status', min: 10, max: 17 },
-  { header: 'allowed message', min: 24, grow: true },
+  { header: 'tool', min: 13, max: 19 },
+  { header: 'tool returned', min: 9, max: 16 },
+  { header: 'naive agent would say', min: 10, max: 21 },
+  { header: 'readback status', min: 15, max: 17 },
+  { header: 'allowed message', min: 16, grow: true },
 ];
 
 function statusStyle(p: Palette, status: Status): Style {
@@ -295,9 +295,18 @@ export function renderDemo(result: DemoResult, options: { color: boolean; width:
       c.message,
     ];
   });
+  const plainStyle: Style = (text) => text;
+  const para = (text: string, style: Style, first = '', rest = first) =>
+    indent(text, width, first, rest).map(style);
   const out = [
-    p.bold(`readback demo: a helpdesk agent makes ${result.rows.length} tool calls with faults switched on`),
-    p.dim('(fake systems on a fake clock: no network, no keys; every call goes through one readback runner)'),
+    ...para(
+      `readback demo: a helpdesk agent makes ${result.rows.length} tool calls with faults switched on`,
+      p.bold,
+    ),
+    ...para(
+      '(fake systems on a fake clock: no network, no keys; every call goes through one readback runner)',
+      p.dim,
+    ),
     '',
     renderTable(DEMO_COLUMNS, rows, { width, maxLines: 6, headerStyle: p.bold }),
     '',
@@ -315,27 +324,32 @@ export function renderDemo(result: DemoResult, options: { color: boolean; width:
   const { naive, honest } = result.guard;
   const verdict = (ok: boolean) => (ok ? p.green('accepted') : p.red('rejected'));
   const count = (n: number) => `${n} violation${n === 1 ? '' : 's'}`;
-  // Colored words go on their own lines: wrap() measures plain text only.
+  // Lines holding colored words stay short and unwrapped: wrap() measures plain text only.
   out.push(`  naive answer ${verdict(naive.ok)}, ${count(naive.violations.length)}:`);
   out.push(...indent(`“${result.naiveAnswer}”`, width, '    ', '    '));
   for (const v of naive.violations) {
+    // The guard's own detail is long; for attributed claims the action, target and status say it all.
     const about =
-      v.kind === 'unverified_claim' ? `${v.action} on ${v.target} is ${v.status}` : v.kind.replace(/_/g, ' ');
-    out.push(...indent(`“${v.claim}”: ${about}`, width, '    ✗ ', '      '));
+      v.kind === 'unverified_claim' ? `“${v.claim}”: ${v.action} on ${v.target} is ${v.status}` : v.detail;
+    out.push(...indent(about, width, '    ✗ ', '      '));
   }
   out.push(`  honest summary ${verdict(honest.ok)}, ${count(honest.violations.length)}`, '');
   const { gap } = result;
   out.push(
-    p.bold(
+    ...para(
       `Gap: naive agent claimed success for ${gap.naiveClaimedSuccess} of ${gap.calls} calls; readback verified ${gap.verified}.`,
+      p.bold,
+      '',
+      '  ',
     ),
   );
-  if (gap.naiveCalledFailed > 0) {
+  const missed = result.rows.filter((r) => !r.naiveClaimsSuccess && r.completion.status === 'verified');
+  if (missed.length > 0) {
+    const which = missed.map((r) => `${r.tool} ${r.args}`).join('; ');
     out.push(
-      ...indent(
-        `It also called ${gap.naiveCalledFailed} verified effect a failure (a timeout after the commit), which invites a duplicate retry.`,
-        width,
-        '  ',
+      ...para(
+        `It also reported ${missed.length} verified call${missed.length === 1 ? '' : 's'} as failed (${which}); an agent that retries on that answer repeats an effect that already happened.`,
+        plainStyle,
         '  ',
       ),
     );

@@ -10,7 +10,7 @@ export interface Segment {
 /** A cell: plain text, or segments with their own styles (a name, then a dim note). */
 export type Cell = string | Segment[];
 
-/** A column: its header and width limits; the one `grow` column takes whatever width is left. */
+/** A column: its header, preferred minimum and maximum width; the one `grow` column takes what is left. */
 export interface Column {
   header: string;
   min: number;
@@ -86,26 +86,45 @@ function natural(cell: Cell): number {
   return Math.max(0, ...segmentsOf(cell).flatMap((s) => s.text.split('\n').map((line) => textWidth(line))));
 }
 
+// Below its preferred minimum a column still keeps this many characters before the layout gives up.
+const HARD_MIN = 4;
+
+// Cuts one character at a time from the column with the most room above its floor, so the cut is
+// spread over the columns in proportion to their slack instead of crushing the widest one.
+function shrink(widths: number[], floors: readonly number[], budget: number, skip = -1): void {
+  for (let over = widths.reduce((a, b) => a + b, 0) - budget; over > 0; over--) {
+    let pick = -1;
+    widths.forEach((w, i) => {
+      const room = w - floors[i]!;
+      if (i !== skip && room > 0 && (pick < 0 || room > widths[pick]! - floors[pick]!)) pick = i;
+    });
+    if (pick < 0) return;
+    widths[pick]!--;
+  }
+}
+
 function layout(columns: readonly Column[], rows: readonly Cell[][], total: number): number[] {
   const wants = columns.map((c, i) =>
     Math.max(c.min, textWidth(c.header), ...rows.map((r) => natural(r[i] ?? ''))),
   );
   const widths = columns.map((c, i) => Math.min(wants[i]!, c.max ?? Number.POSITIVE_INFINITY));
   const budget = total - (3 * columns.length + 1);
+  const mins = columns.map((c) => c.min);
   const grow = columns.findIndex((c) => c.grow);
   if (grow >= 0) {
+    // The grow column holds the longest text: reserve it a fair share before the others are settled.
+    widths[grow] = Math.min(wants[grow]!, Math.max(mins[grow]!, Math.floor(budget * 0.3)));
+    shrink(widths, mins, budget, grow);
     const others = widths.reduce((sum, w, i) => (i === grow ? sum : sum + w), 0);
-    widths[grow] = Math.min(wants[grow]!, Math.max(columns[grow]!.min, budget - others));
+    widths[grow] = Math.min(wants[grow]!, Math.max(mins[grow]!, budget - others));
   }
-  // Still too wide (a narrow terminal): take one column at a time from the widest that can give.
-  for (let over = widths.reduce((a, b) => a + b, 0) - budget; over > 0; over--) {
-    let widest = -1;
-    widths.forEach((w, i) => {
-      if (w > columns[i]!.min && (widest < 0 || w > widths[widest]!)) widest = i;
-    });
-    if (widest < 0) break;
-    widths[widest]!--;
-  }
+  shrink(widths, mins, budget);
+  // A very narrow terminal: give up the preferred minimums too.
+  shrink(
+    widths,
+    columns.map(() => HARD_MIN),
+    budget,
+  );
   return widths;
 }
 

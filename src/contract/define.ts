@@ -73,13 +73,13 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
   if (mode === 'accepted' && !contract.terminal) {
     fail(field('terminal'), 'is required in accepted mode: it tells running work from finished work');
   }
-  const safeToRepeat = contract.safeToRepeat ?? 'unknown';
+  const safeToRepeat = contract.safeToRepeat === undefined ? 'unknown' : contract.safeToRepeat;
   if (safeToRepeat !== true && safeToRepeat !== false && safeToRepeat !== 'unknown') {
     fail(field('safeToRepeat'), 'must be true, false or "unknown"');
   }
 
-  const settle = { ...DEFAULTS.settle, ...contract.settle };
-  const poll = { ...DEFAULTS.poll, ...contract.poll };
+  const settle = { ...DEFAULTS.settle, ...definedFields(contract.settle, field('settle')) };
+  const poll = { ...DEFAULTS.poll, ...definedFields(contract.poll, field('poll')) };
   const action: Action<I, O> = {
     ...contract,
     kind: 'readback.action',
@@ -96,17 +96,17 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
       field('executeTimeoutMs'),
       1,
     ),
-    settle: {
+    settle: Object.freeze({
       timeoutMs: duration(settle.timeoutMs, field('settle.timeoutMs')),
       intervalMs: duration(settle.intervalMs, field('settle.intervalMs'), 1),
-    },
-    poll: {
+    }),
+    poll: Object.freeze({
       maxDurationMs: duration(poll.maxDurationMs, field('poll.maxDurationMs'), 1),
       maxReads: count(poll.maxReads, field('poll.maxReads')),
       initialDelayMs: duration(poll.initialDelayMs, field('poll.initialDelayMs')),
       maxDelayMs: duration(poll.maxDelayMs, field('poll.maxDelayMs')),
       jitter: fraction(poll.jitter, field('poll.jitter')),
-    },
+    }),
   };
   if (action.poll.maxDelayMs < action.poll.initialDelayMs) {
     fail(field('poll.maxDelayMs'), 'must be at least poll.initialDelayMs');
@@ -130,6 +130,13 @@ export function isAction(value: unknown): value is Action {
   return (
     typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'readback.action'
   );
+}
+
+// Fields set to undefined mean "use the default", as they do at the top level of the contract.
+function definedFields<T extends object>(value: T | undefined, field: string): Partial<T> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null) fail(field, 'must be an object');
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function fail(field: string, message: string): never {

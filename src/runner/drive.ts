@@ -116,6 +116,7 @@ export class Drive {
         lifecycle: 'executing',
         attempt,
         executedAt: now,
+        inFlightUntil: null,
         // If this process dies mid-execute, the record becomes due for a read-back after this time.
         nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
         // Kept so freshness rules still have their baseline when a later poll or a restart reads back.
@@ -132,13 +133,20 @@ export class Drive {
         action.execute(this.record.input, withLazySignal(this.stepContext(), signal)),
       );
     } catch (error) {
-      this.pendingDetail = { error: describeError(error) };
       if (action.mode === 'optimistic') {
+        this.pendingDetail = { error: describeError(error) };
         return this.finish(
           { status: 'unknown', errorCode: 'transport_error', reason: describeError(error) },
           true,
         );
       }
+      // The settlement window runs from when we gave up on the request, not from when it was sent.
+      const ok = await this.move(
+        ['executing'],
+        { inFlightUntil: env.clock.now() + action.maxInFlightMs },
+        { type: 'execute_failed', detail: { error: describeError(error) } },
+      );
+      if (!ok) return this.superseded();
       return this.resolveInDoubt();
     }
     const recorded = toRecordable(isRejected(raw) || isAccepted(raw) ? (raw.raw ?? null) : raw);
@@ -205,7 +213,12 @@ export class Drive {
       try {
         await env.clock.sleep(action.settle.intervalMs, this.run.signal);
       } catch {
-        break;
+        // Stopped before the window ended: the lag could still resolve, so this read decides nothing.
+        return this.unresolved({
+          at: env.clock.now(),
+          code: 'aborted',
+          reason: 'aborted before the settle window ended',
+        });
       }
     }
     if (reading.kind === 'error') return this.unresolved(reading);
@@ -244,7 +257,10 @@ export class Drive {
   /** The effect is not visible after an ambiguous attempt: unknown inside the window, proven absent after it. */
   private async judgeAbsence(reading: Reading, seen: Partial<Outcome> = {}): Promise<Completion> {
     const { action } = this;
-    const windowEnd = (this.record.executedAt ?? this.record.requestedAt) + action.maxInFlightMs;
+    // Without a recorded end (a crash mid-execute), assume the attempt ran to its execute timeout.
+    const windowEnd =
+      this.record.inFlightUntil ??
+      (this.record.executedAt ?? this.record.requestedAt) + action.executeTimeoutMs + action.maxInFlightMs;
     if (reading.at < windowEnd) {
       return this.park(
         {
@@ -274,9 +290,11 @@ export class Drive {
   private async followAccepted(follow: FollowMode): Promise<Completion> {
     const { action, env } = this;
     if (follow === 'none') return this.parkPending();
+    // A timed-out operation gets one more read when asked: a late terminal state still settles it honestly.
+    let mayRead = this.record.lifecycle === 'timed_out';
     for (;;) {
-      if (this.budgetSpent()) return this.budgetExhausted();
-      if (follow === 'wait') {
+      if (this.budgetSpent() && !mayRead) return this.budgetExhausted();
+      if (follow === 'wait' && !mayRead) {
         const remaining =
           (this.record.acceptedAt ?? env.clock.now()) + action.poll.maxDurationMs - env.clock.now();
         const delay = Math.min(remaining, pollDelay(action.poll, this.record.reads, env.random));
@@ -286,6 +304,7 @@ export class Drive {
           return this.parkPending();
         }
       }
+      mayRead = false;
       const reading = await readOnce(env.clock, action, this.record.input, this.stepContext());
       const done = await this.judgeAccepted(reading);
       if (done) return done;

@@ -27,10 +27,20 @@ export function accepted(ref?: unknown, raw?: unknown): Accepted {
 
 /** True for a value made by `rejected`. */
 export function isRejected(value: unknown): value is Rejected {
-  return typeof value === 'object' && value !== null && (value as Rejected)[MARK] === 'rejected';
+  return markOf(value) === 'rejected';
 }
 
 /** True for a value made by `accepted`. */
 export function isAccepted(value: unknown): value is Accepted {
-  return typeof value === 'object' && value !== null && (value as Accepted)[MARK] === 'accepted';
+  return markOf(value) === 'accepted';
+}
+
+// Raw results come from arbitrary SDKs; a strict proxy that throws on unknown keys is simply unmarked.
+function markOf(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    return (value as { [MARK]?: unknown })[MARK];
+  } catch {
+    return undefined;
+  }
 }

@@ -62,6 +62,7 @@ const POLLABLE = new Set([
   'verifier_timeout',
   'poll_budget_exhausted',
   'unusable_observation',
+  'aborted',
 ]);
 
 /** What the agent may do next, given how the operation ended. */

@@ -47,7 +47,7 @@ export async function readOnce(
     // Refuse observations we could not record faithfully: evidence must be storable data.
     toPlain(observed);
     const terminal = action.terminal ? action.terminal(observed) : undefined;
-    if (terminal !== undefined && !['running', 'succeeded', 'failed'].includes(terminal)) {
+    if (action.terminal && !['running', 'succeeded', 'failed'].includes(terminal as string)) {
       return {
         kind: 'error',
         at,

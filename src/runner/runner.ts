@@ -84,10 +84,12 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   function track(id: string, key: string | undefined, fingerprint: string, done: Promise<Completion>) {
     byId.set(id, done);
     if (key) byKey.set(key, { fingerprint, done });
-    void done.finally(() => {
+    const forget = () => {
       byId.delete(id);
       if (key && byKey.get(key)?.done === done) byKey.delete(key);
-    });
+    };
+    // then(f, f) rather than finally(): finally() would re-raise a rejection nobody listens to.
+    done.then(forget, forget);
     return done;
   }
 

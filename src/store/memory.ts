@@ -83,6 +83,7 @@ export function memoryStore(): OperationStore {
         requestedAt: input.requestedAt,
         updatedAt: input.requestedAt,
         executedAt: null,
+        inFlightUntil: null,
         acceptedAt: null,
         lastObservedAt: null,
         nextPollAt: null,

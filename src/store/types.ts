@@ -43,6 +43,8 @@ export interface OperationRecord {
   updatedAt: number;
   /** When the first execute of the current attempt began; the settlement window counts from here. */
   executedAt: number | null;
+  /** After an ambiguous attempt (throw/timeout): until when the lost request could still land. */
+  inFlightUntil: number | null;
   /** When accepted work was acknowledged; the poll budget counts from here. */
   acceptedAt: number | null;
   lastObservedAt: number | null;

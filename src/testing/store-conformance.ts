@@ -94,6 +94,7 @@ export function storeConformance(
         status: null,
         updatedAt: op.requestedAt,
         executedAt: null,
+        inFlightUntil: null,
         acceptedAt: null,
         lastObservedAt: null,
         nextPollAt: null,

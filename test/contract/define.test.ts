@@ -185,11 +185,9 @@ describe('defineAction rejects unusable contracts, naming the field', () => {
       expect(action.poll.maxDelayMs).toBe(0);
     });
 
-    // Top-level durations treat an explicit `undefined` as "use the default" (they use `??`), but the
-    // nested settle/poll objects are merged with a spread, so `{ timeoutMs: undefined }` overwrites the
-    // default with undefined and the contract is rejected. `Partial<SettlePolicy>` allows it (and
-    // `exactOptionalPropertyTypes` is off), so `settle: { timeoutMs: options.timeout }` breaks.
-    it.fails('treats an explicitly undefined settle/poll field as the default, like top-level fields', () => {
+    // Regression: nested settle/poll fields set to undefined must take the default, as top-level ones
+    // do, so `settle: { timeoutMs: options.timeout }` works when the option is absent.
+    it('treats an explicitly undefined settle/poll field as the default, like top-level fields', () => {
       expect(defineAction(good({ maxInFlightMs: undefined })).maxInFlightMs).toBe(DEFAULTS.maxInFlightMs);
       const action = defineAction(
         good({ settle: { timeoutMs: undefined, intervalMs: 50 }, poll: { maxReads: undefined } }),
@@ -200,11 +198,24 @@ describe('defineAction rejects unusable contracts, naming the field', () => {
   });
 
   describe('poll budget', () => {
-    it.each([0, 1.5, -1, Number.NaN, Number.POSITIVE_INFINITY, '3'])('rejects poll.maxReads = %s', (value) => {
+    it.each([
+      0,
+      1.5,
+      -1,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      '3',
+    ])('rejects poll.maxReads = %s', (value) => {
       expectField(good({ poll: { maxReads: value } }), at('poll.maxReads'), /whole number ≥ 1/);
     });
 
-    it.each([-0.01, 1.01, Number.NaN, Number.POSITIVE_INFINITY, '0.5'])('rejects poll.jitter = %s', (value) => {
+    it.each([
+      -0.01,
+      1.01,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      '0.5',
+    ])('rejects poll.jitter = %s', (value) => {
       expectField(good({ poll: { jitter: value } }), at('poll.jitter'), /from 0 to 1/);
     });
 
@@ -236,7 +247,11 @@ describe('defineAction rejects unusable contracts, naming the field', () => {
     });
 
     it('rejects accepted mode without observe', () => {
-      expectField(without('observe', { mode: 'accepted', terminal: () => 'running' }), at('observe'), /accepted/);
+      expectField(
+        without('observe', { mode: 'accepted', terminal: () => 'running' }),
+        at('observe'),
+        /accepted/,
+      );
     });
 
     it('rejects accepted mode without terminal', () => {

@@ -245,7 +245,10 @@ describe('freshness.all', () => {
       (r) => r.hash,
       (input) => input.body,
     );
-    const both = freshness.all<{ body: string }, Rec>(hash, freshness.updatedAfterStart((r) => r.updatedAt));
+    const both = freshness.all<{ body: string }, Rec>(
+      hash,
+      freshness.updatedAfterStart((r) => r.updatedAt),
+    );
     expect(judge(both, { hash: 'abc', updatedAt: START }, step(), { body: 'abc' }).pass).toBe(true);
     expect(judge(both, { hash: 'abc', updatedAt: START }, step(), { body: 'abd' }).pass).toBe(false);
   });
@@ -253,7 +256,11 @@ describe('freshness.all', () => {
 
 describe('freshness inside evaluate', () => {
   const anything: StandardSchemaV1<unknown, { status: string }> = {
-    '~standard': { version: 1, vendor: 'test', validate: (value) => ({ value: value as { status: string } }) },
+    '~standard': {
+      version: 1,
+      vendor: 'test',
+      validate: (value) => ({ value: value as { status: string } }),
+    },
   };
   const action = defineAction<{ status: string }, Rec>({
     name: 'set_status',

@@ -163,15 +163,13 @@ describe.each(libraries)('input validated by %s', (lib, makeSchema) => {
 
 describe('async schemas', () => {
   const asyncSchema = () =>
-    z
-      .object({ id: z.string(), status: z.enum(['open', 'resolved']), note: z.string().default('') })
-      .refine(
-        async (input) => {
-          await new Promise((resolve) => setTimeout(resolve, 1));
-          return input.id !== 'T-locked';
-        },
-        { message: 'ticket is locked', path: ['id'] },
-      );
+    z.object({ id: z.string(), status: z.enum(['open', 'resolved']), note: z.string().default('') }).refine(
+      async (input) => {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        return input.id !== 'T-locked';
+      },
+      { message: 'ticket is locked', path: ['id'] },
+    );
 
   it('a zod schema with an async refinement validates through Standard Schema', async () => {
     const fake = new TinyTickets();
