@@ -7,7 +7,7 @@ import { pollDelay } from './backoff.js';
 import { isAccepted, isRejected } from './markers.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
-import { withDeadline, withLazySignal } from './timeout.js';
+import { withDeadline } from './timeout.js';
 
 /** What every operation drive shares with its runner. */
 export interface DriveEnv {
@@ -41,7 +41,7 @@ export class Drive {
   async start(): Promise<Completion> {
     const { action } = this;
     if (action.before) {
-      const base = await readBaseline(this.env.clock, action, this.record.input, this.stepContext());
+      const base = await readBaseline(this.env.clock, action, this.record.input, this.stepContext);
       if (!base.ok) {
         const code = base.code === 'aborted' ? 'aborted' : 'baseline_unavailable';
         return this.stayRequested({ status: 'failed', errorCode: code, reason: base.reason });
@@ -130,7 +130,7 @@ export class Drive {
     let raw: unknown;
     try {
       raw = await withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
-        action.execute(this.record.input, withLazySignal(this.stepContext(), signal)),
+        action.execute(this.record.input, this.stepContext(signal)),
       );
     } catch (error) {
       if (action.mode === 'optimistic') {
@@ -189,7 +189,7 @@ export class Drive {
       );
     }
     if (this.action.mode === 'committed') return this.verifyCommitted(true);
-    const reading = await readOnce(this.env.clock, this.action, this.record.input, this.stepContext());
+    const reading = await readOnce(this.env.clock, this.action, this.record.input, this.stepContext);
     if (reading.kind === 'absent') return this.judgeAbsence(reading);
     if (reading.kind === 'error') return this.unresolved(reading);
     const ok = await this.move(
@@ -206,7 +206,7 @@ export class Drive {
     const deadline = env.clock.now() + action.settle.timeoutMs;
     let reading: Reading;
     for (;;) {
-      reading = await readOnce(env.clock, action, this.record.input, this.stepContext());
+      reading = await readOnce(env.clock, action, this.record.input, this.stepContext);
       if (reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading))) break;
       // A lagging read may catch up: re-read within the settle window.
       if (env.clock.now() + action.settle.intervalMs > deadline) break;
@@ -305,7 +305,7 @@ export class Drive {
         }
       }
       mayRead = false;
-      const reading = await readOnce(env.clock, action, this.record.input, this.stepContext());
+      const reading = await readOnce(env.clock, action, this.record.input, this.stepContext);
       const done = await this.judgeAccepted(reading);
       if (done) return done;
       if (follow === 'once') return this.budgetSpent() ? this.budgetExhausted() : this.parkPending(reading);
@@ -516,20 +516,24 @@ export class Drive {
     return true;
   }
 
-  private stepContext(): StepContext {
+  /** The context for one step; `signal` is a getter so a step's AbortController is built only if used. */
+  private stepContext = (signal: () => AbortSignal = () => this.run.signal): StepContext => {
     const r = this.record;
-    return {
+    const ctx: StepContext = {
       runId: r.runId,
       scope: r.scope,
-      ...(r.actor ? { actor: r.actor } : {}),
-      signal: this.run.signal,
+      get signal() {
+        return signal();
+      },
       operationId: r.id,
       idempotencyKey: r.idempotencyKey,
       attempt: r.attempt,
       startedAt: new Date(r.executedAt ?? r.requestedAt),
-      ...(this.action.before ? { before: this.baseline !== undefined ? this.baseline : r.baseline } : {}),
     };
-  }
+    if (r.actor) ctx.actor = r.actor;
+    if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
+    return ctx;
+  };
 }
 
 function isSettledVerdict(reading: Extract<Reading, { kind: 'observed' }>): boolean {

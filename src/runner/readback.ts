@@ -3,7 +3,10 @@ import type { Clock } from '../clock.js';
 import { type Evaluation, evaluate, InvalidExpectation } from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
 import { isDenial } from '../errors.js';
-import { StepTimeout, withDeadline, withLazySignal } from './timeout.js';
+import { StepTimeout, withDeadline } from './timeout.js';
+
+/** Builds a step context whose `signal` is read through the given getter. */
+export type StepContextFactory = (signal?: () => AbortSignal) => StepContext;
 
 /** Codes for a read that could not tell us anything about the effect. */
 export type ReadErrorCode =
@@ -29,14 +32,15 @@ export async function readOnce(
   clock: Clock,
   action: AnyAction,
   input: unknown,
-  ctx: StepContext,
+  makeCtx: StepContextFactory,
 ): Promise<Reading> {
+  const ctx = makeCtx();
   const observe = action.observe;
   if (!observe) throw new Error('readOnce called for an action without observe');
   let observed: unknown;
   try {
     observed = await withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
-      observe(input, withLazySignal(ctx, signal)),
+      observe(input, makeCtx(signal)),
     );
   } catch (error) {
     return { kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) };
@@ -79,13 +83,14 @@ export async function readBaseline(
   clock: Clock,
   action: AnyAction,
   input: unknown,
-  ctx: StepContext,
+  makeCtx: StepContextFactory,
 ): Promise<{ ok: true; value: unknown } | { ok: false; code: ReadErrorCode; reason: string }> {
+  const ctx = makeCtx();
   const before = action.before;
   if (!before) return { ok: true, value: undefined };
   try {
     const value = await withDeadline(clock, 'before', action.verifyTimeoutMs, ctx.signal, (signal) =>
-      before(input, withLazySignal(ctx, signal)),
+      before(input, makeCtx(signal)),
     );
     if (value !== null && value !== undefined) toPlain(value);
     return { ok: true, value: value ?? null };

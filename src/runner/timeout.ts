@@ -62,10 +62,3 @@ export async function withDeadline<T>(
     if (controller) parent.removeEventListener('abort', onParentAbort);
   }
 }
-
-/** Copies a step context, replacing its `signal` with a lazy getter over `signal()`. */
-export function withLazySignal<C extends { signal: AbortSignal }>(ctx: C, signal: () => AbortSignal): C {
-  const copy = { ...ctx };
-  Object.defineProperty(copy, 'signal', { get: signal, enumerable: true, configurable: true });
-  return copy;
-}
