@@ -41,7 +41,7 @@ export interface DemoResult {
 
 /** The answer a naive agent gives after the scripted calls, trusting every 200 it saw. */
 export const NAIVE_ANSWER =
-  'Done! I resolved the tickets, sent all three emails, refunded order 42 and migrated all 100 records.';
+  'Done! I resolved the tickets, sent all three emails, refunded order 42, migrated all 100 records and paged the on-call engineer.';
 
 interface Step {
   tool: string;
