@@ -6,6 +6,9 @@ export type ReadbackErrorCode =
   | 'unknown_action'
   | 'unknown_operation'
   | 'store_conflict'
+  | 'approval_mismatch'
+  | 'not_awaiting_approval'
+  | 'already_settled'
   | 'store_closed';
 
 /** The error class for programmer and configuration mistakes; `code` is stable, `field` names what was wrong. */

@@ -52,6 +52,7 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
     'terminal',
     'idempotencyKey',
     'authorize',
+    'needsApproval',
   ] as const) {
     if (contract[fn] !== undefined) requireFunction(contract[fn], field(fn));
   }

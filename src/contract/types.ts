@@ -146,6 +146,8 @@ export interface ActionContract<I, O> {
   verifyTimeoutMs?: number;
   executeTimeoutMs?: number;
   authorize?(input: I, ctx: RunContext): AuthorizeResult | Promise<AuthorizeResult>;
+  /** When true for a call, the run parks as `pending` (`ask_user`) until `runner.approve` records a reviewer's yes. */
+  needsApproval?(input: I, ctx: RunContext): boolean | Promise<boolean>;
   messages?: Partial<Record<Status, MessageTemplate>>;
 }
 

@@ -35,6 +35,8 @@ export class Drive {
     private readonly action: AnyAction,
     private record: OperationRecord,
     private readonly run: Pick<RunContext, 'signal' | 'actor'> & { signal: AbortSignal },
+    /** Set when a reconciler drives the record under a lease: every write must present it. */
+    private readonly leaseToken?: string,
   ) {}
 
   /** Starts a reserved operation: baseline read, then execute. */
@@ -55,7 +57,52 @@ export class Drive {
     if (this.run.signal.aborted) {
       return this.stayRequested({ status: 'failed', errorCode: 'aborted', reason: 'aborted before execute' });
     }
+    if (action.needsApproval && (await this.needsReview())) return this.awaitApproval();
     return this.execute();
+  }
+
+  /** A reconciler found this record due: finish it without an agent, never re-executing unsafe work. */
+  async reconcile(): Promise<Completion> {
+    if (this.record.lifecycle !== 'requested') return this.advance('once');
+    // Execute is only ever called after the record moves to executing, so nothing ran. Executing now, with no
+    // agent waiting, would surprise; leave it re-runnable under the same key and say what happened.
+    return this.stayRequested({
+      status: 'failed',
+      errorCode: 'not_executed',
+      reason: 'the run that reserved this operation stopped before executing it; nothing was executed',
+    });
+  }
+
+  private async needsReview(): Promise<boolean> {
+    const events = await this.env.store.events(this.record.id);
+    if (events.some((e) => e.type === 'approved')) return false;
+    try {
+      const { runId, scope, actor } = this.record;
+      return (
+        (await this.action.needsApproval?.(this.record.input, {
+          runId,
+          scope,
+          ...(actor ? { actor } : {}),
+        })) === true
+      );
+    } catch {
+      // Fail closed: a policy that cannot decide sends the call to a reviewer.
+      return true;
+    }
+  }
+
+  private awaitApproval(): Promise<Completion> {
+    return this.park(
+      {
+        status: 'pending',
+        errorCode: 'awaiting_approval',
+        reason: 'a reviewer must approve this operation before it runs',
+        evidence: { fingerprint: this.record.fingerprint, input: this.record.input },
+        next: 'ask_user',
+      },
+      'awaiting_approval',
+      null,
+    );
   }
 
   /** Advances an open operation without ever re-executing unsafe work. */
@@ -448,6 +495,8 @@ export class Drive {
         status: outcome.status,
         completion,
         nextPollAt,
+        // The drive's last write gives the lease back, so the record is claimable again when next due.
+        ...(this.leaseToken ? { leaseOwner: null, leaseToken: null, leaseExpiresAt: null } : {}),
         ...(outcome.observedAt !== undefined ? { lastObservedAt: outcome.observedAt } : {}),
       },
       { type: to === 'settled' ? 'settled' : 'status', detail: { errorCode: outcome.errorCode ?? null } },
@@ -509,7 +558,10 @@ export class Drive {
         attempt: patch.attempt ?? this.record.attempt,
         ...(Object.keys(detail).length ? { detail } : {}),
       },
-      attempt === undefined ? undefined : { attempt },
+      {
+        ...(attempt === undefined ? {} : { attempt }),
+        ...(this.leaseToken ? { leaseToken: this.leaseToken } : {}),
+      },
     );
     if (!next) return false;
     this.record = next;

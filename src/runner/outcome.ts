@@ -32,6 +32,9 @@ export type RunnerCode =
   | 'invalid_expectation'
   | 'poll_budget_exhausted'
   | 'unverifiable'
+  | 'awaiting_approval'
+  | 'rejected_by_reviewer'
+  | 'not_executed'
   | 'transport_error';
 
 /** The facts from which one completion is formed. */

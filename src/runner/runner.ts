@@ -7,10 +7,16 @@ import { ReadbackError } from '../errors.js';
 import { validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
+import { type ReviewDecision, recordDecision } from './approval.js';
 import { Drive, type FollowMode } from './drive.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
+import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
 import { NEVER_ABORTED } from './timeout.js';
+
+// How long a reserved record may sit in `requested` (its baseline read runs then) before a reconciler
+// treats its run as dead; a live run that is merely slow still wins, because its move to executing is a CAS.
+const REQUESTED_GRACE_MS = 30_000;
 
 /** Options for `createRunner`; every field has a safe default. */
 export interface RunnerOptions {
@@ -43,6 +49,12 @@ export interface Runner {
   run<I, O>(action: Action<I, O>, input: unknown, ctx: RunContext): Promise<Completion>;
   /** Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded. */
   poll(operationId: string, options?: PollOptions): Promise<Completion>;
+  /** Records a reviewer's approval of an operation awaiting it; the next run or poll executes it once. */
+  approve(operationId: string, decision: ReviewDecision): Promise<Completion>;
+  /** Records a reviewer's rejection: the operation settles `failed` and nothing is executed. */
+  reject(operationId: string, decision: ReviewDecision): Promise<Completion>;
+  /** Claims due operations with leases and drives them on; see `ReconcileOptions`. */
+  reconcile(options?: ReconcileOptions): Promise<ReconcileReport>;
   /** Makes an action known to `poll`; `run` registers actions itself. */
   register(action: AnyAction): void;
   /** The registered action with this name, if any. */
@@ -166,6 +178,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         actor: ctx.actor ?? null,
         input,
         requestedAt: now,
+        nextPollAt: now + action.verifyTimeoutMs + REQUESTED_GRACE_MS,
       },
       {
         type: 'reserved',
@@ -216,7 +229,18 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     });
   }
 
-  return { store, clock, run, poll, register, action: (name) => registry.get(name) };
+  const actionNamed = (name: string) => registry.get(name);
+  return {
+    store,
+    clock,
+    run,
+    poll,
+    register,
+    action: actionNamed,
+    approve: (id, decision) => recordDecision(store, actionNamed, id, 'approved', decision, clock.now()),
+    reject: (id, decision) => recordDecision(store, actionNamed, id, 'rejected', decision, clock.now()),
+    reconcile: (options) => reconcileLoop(env, actionNamed, options),
+  };
 }
 
 function conflict(action: AnyAction, target: string, key: string, operationId: string): Completion {

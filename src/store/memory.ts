@@ -86,7 +86,7 @@ export function memoryStore(): OperationStore {
         inFlightUntil: null,
         acceptedAt: null,
         lastObservedAt: null,
-        nextPollAt: null,
+        nextPollAt: input.nextPollAt ?? null,
         reads: 0,
         providerRef: null,
         baseline: null,

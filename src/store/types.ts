@@ -65,7 +65,11 @@ export interface OperationRecord {
 export type NewOperation = Pick<
   OperationRecord,
   'id' | 'action' | 'target' | 'scope' | 'fingerprint' | 'idempotencyKey' | 'runId' | 'actor' | 'input'
-> & { requestedAt: number };
+> & {
+  requestedAt: number;
+  /** When a reconciler may pick the record up if its run dies before moving it on (null: never). */
+  nextPollAt?: number | null;
+};
 
 /** One entry of an operation's append-only event log. */
 export interface OperationEvent {

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Clock } from '../clock.js';
+import type { AnyAction, Completion, Status } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import type { Claim, OperationStore } from '../store/types.js';
+import { Drive, type DriveEnv } from './drive.js';
+import { describeError } from './readback.js';
+import { NEVER_ABORTED } from './timeout.js';
+
+/** Options for `runner.reconcile`. */
+export interface ReconcileOptions {
+  /** One pass: drive everything due now, then return. Otherwise loop until `signal` aborts. */
+  once?: boolean;
+  /** Operations claimed and driven in parallel per round (default 8). */
+  concurrency?: number;
+  /** Lease length; must outlast the longest step of any action (default 60 s). */
+  leaseMs?: number;
+  /** Lease owner name recorded on claims (default host/pid/random). */
+  owner?: string;
+  /** Stops claiming new work; operations already claimed finish their reads and writes first. */
+  signal?: AbortSignal;
+  /** Pause when nothing is due (default 1 s). */
+  idleMs?: number;
+  /** Called after every round with the running totals. */
+  onProgress?: (report: ReconcileReport) => void;
+}
+
+/** Running totals of a reconcile loop. */
+export interface ReconcileReport {
+  rounds: number;
+  claimed: number;
+  /** Completions reached, by status (pending/unknown ones stay open for a later pass). */
+  byStatus: Record<Status, number>;
+  /** Claimed records whose action this process does not know; left for a reconciler that does. */
+  unknownAction: number;
+  errors: number;
+  lastError?: string;
+}
+
+const DEFAULTS = { concurrency: 8, leaseMs: 60_000, idleMs: 1_000 };
+
+/** Claims due operations with leases and drives each to its next honest state; never re-executes unsafe work. */
+export async function reconcileLoop(
+  env: DriveEnv & { store: OperationStore; clock: Clock },
+  actionNamed: (name: string) => AnyAction | undefined,
+  options: ReconcileOptions = {},
+): Promise<ReconcileReport> {
+  const concurrency = positiveInt(options.concurrency ?? DEFAULTS.concurrency, 'concurrency');
+  const leaseMs = positiveInt(options.leaseMs ?? DEFAULTS.leaseMs, 'leaseMs');
+  const idleMs = positiveInt(options.idleMs ?? DEFAULTS.idleMs, 'idleMs');
+  const owner = options.owner ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  const signal = options.signal ?? NEVER_ABORTED;
+  const report: ReconcileReport = {
+    rounds: 0,
+    claimed: 0,
+    byStatus: { verified: 0, pending: 0, failed: 0, partial: 0, no_op: 0, unknown: 0 },
+    unknownAction: 0,
+    errors: 0,
+  };
+  // In a single pass an operation is driven once, even if it becomes due again during the pass.
+  const seen = new Set<string>();
+
+  const drive = async (claim: Claim): Promise<void> => {
+    const action = actionNamed(claim.record.action);
+    if (!action) {
+      report.unknownAction++;
+      return;
+    }
+    try {
+      // Claimed work is never aborted mid-step: a stop request only ends the loop between rounds.
+      const d = new Drive(
+        env,
+        action,
+        claim.record,
+        { signal: NEVER_ABORTED, actor: owner },
+        claim.leaseToken,
+      );
+      const c: Completion = await d.reconcile();
+      report.byStatus[c.status]++;
+    } catch (error) {
+      report.errors++;
+      report.lastError = describeError(error);
+    }
+  };
+
+  while (!signal.aborted) {
+    let claims: Claim[];
+    try {
+      claims = await env.store.claimDue(concurrency, leaseMs, owner, env.clock.now());
+    } catch (error) {
+      report.errors++;
+      report.lastError = describeError(error);
+      if (options.once) break;
+      if (!(await pause(env.clock, idleMs, signal))) break;
+      continue;
+    }
+    const fresh = options.once ? claims.filter((c) => !seen.has(c.record.id)) : claims;
+    if (options.once)
+      await release(
+        env.store,
+        claims.filter((c) => seen.has(c.record.id)),
+        owner,
+        env.clock.now(),
+      );
+    if (fresh.length === 0) {
+      if (options.once) break;
+      if (!(await pause(env.clock, idleMs, signal))) break;
+      continue;
+    }
+    for (const c of fresh) seen.add(c.record.id);
+    report.rounds++;
+    report.claimed += fresh.length;
+    await Promise.all(fresh.map(drive));
+    options.onProgress?.({ ...report, byStatus: { ...report.byStatus } });
+  }
+  return report;
+}
+
+/** Hands back leases taken by a single pass on records it already drove. */
+async function release(store: OperationStore, claims: Claim[], owner: string, now: number): Promise<void> {
+  for (const { record, leaseToken } of claims) {
+    await store.transition(
+      record.id,
+      [record.lifecycle],
+      { leaseOwner: null, leaseToken: null, leaseExpiresAt: null, updatedAt: now },
+      {
+        type: 'lease_released',
+        at: now,
+        from: record.lifecycle,
+        to: record.lifecycle,
+        status: record.status,
+        actor: owner,
+        attempt: record.attempt,
+      },
+      { leaseToken },
+    );
+  }
+}
+
+async function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await clock.sleep(ms, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function positiveInt(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new ReadbackError('invalid_options', `must be a whole number ≥ 1; got ${String(value)}`, field);
+  }
+  return value;
+}
