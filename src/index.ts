@@ -19,6 +19,8 @@ export { accepted, isAccepted, isRejected, rejected } from './runner/markers.js'
 export type { RunnerCode } from './runner/outcome.js';
 export type { ReconcileOptions, ReconcileReport } from './runner/reconcile.js';
 export type { PollOptions, Runner, RunnerOptions } from './runner/runner.js';
+export type { OperatorResolution } from './runner/operator.js';
+export { resolveByOperator } from './runner/operator.js';
 export { createRunner } from './runner/runner.js';
 export type { StandardSchemaV1 } from './schema.js';
 export { memoryStore } from './store/memory.js';

@@ -1,0 +1,96 @@
+import type { Completion, CompletionDraft } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import { formMessage } from '../messages/templates.js';
+import type { OperationStore } from '../store/types.js';
+import { OPEN_LIFECYCLES } from '../store/types.js';
+
+/** An operator's decision on an open operation, made outside any agent run. */
+export interface OperatorResolution {
+  status: 'verified' | 'failed';
+  note: string;
+  by: string;
+}
+
+/**
+ * Settles an open operation by an operator's decision, recorded as such: the completion says who decided and
+ * why, the event log keeps every earlier observation, and an already settled operation is refused.
+ */
+export async function resolveByOperator(
+  store: OperationStore,
+  operationId: string,
+  resolution: OperatorResolution,
+  now: number,
+): Promise<Completion> {
+  if (resolution?.status !== 'verified' && resolution?.status !== 'failed') {
+    throw new ReadbackError('invalid_options', 'must be "verified" or "failed"', 'status');
+  }
+  for (const field of ['note', 'by'] as const) {
+    if (typeof resolution[field] !== 'string' || resolution[field].trim() === '') {
+      throw new ReadbackError(
+        'invalid_options',
+        'is required: an operator decision must say who and why',
+        field,
+      );
+    }
+  }
+  const record = await store.get(operationId);
+  if (!record)
+    throw new ReadbackError('unknown_operation', `no operation has id "${operationId}"`, 'operationId');
+  if (record.lifecycle === 'settled') {
+    throw new ReadbackError(
+      'already_settled',
+      `operation ${operationId} already settled as ${record.status}; an operator cannot overwrite it`,
+      'operationId',
+    );
+  }
+  const previous = record.completion;
+  const draft: CompletionDraft = {
+    status: resolution.status,
+    action: record.action,
+    target: record.target,
+    operationId: record.id,
+    idempotencyKey: record.idempotencyKey,
+    attempt: record.attempt,
+    postcondition: previous?.postcondition ?? '(recorded by an operator)',
+    mode: previous?.mode ?? 'committed',
+    ...(previous?.evidence ? { evidence: previous.evidence } : {}),
+    checks: previous?.checks ?? [],
+    errorCode: 'operator_resolved',
+    reason: `resolved as ${resolution.status} by ${resolution.by}: ${resolution.note}`,
+    nextAllowedAction: resolution.status === 'verified' ? 'none' : 'ask_user',
+    safeToRepeat: previous?.safeToRepeat ?? 'unknown',
+  };
+  const completion: Completion = { ...draft, message: formMessage(draft).message };
+  const updated = await store.transition(
+    operationId,
+    OPEN_LIFECYCLES,
+    {
+      lifecycle: 'settled',
+      status: resolution.status,
+      completion,
+      nextPollAt: null,
+      leaseOwner: null,
+      leaseToken: null,
+      leaseExpiresAt: null,
+      updatedAt: now,
+    },
+    {
+      type: 'operator_resolved',
+      at: now,
+      from: record.lifecycle,
+      to: 'settled',
+      status: resolution.status,
+      actor: resolution.by,
+      attempt: record.attempt,
+      detail: { by: resolution.by, note: resolution.note, previousStatus: record.status },
+    },
+  );
+  if (!updated) {
+    throw new ReadbackError(
+      'already_settled',
+      `operation ${operationId} settled while it was being resolved`,
+      'operationId',
+    );
+  }
+  return completion;
+}
