@@ -8,6 +8,14 @@ import { isAccepted, isRejected } from './markers.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
 import { withDeadline } from './timeout.js';
+import {
+  failedNames,
+  isSettledVerdict,
+  seenFacts,
+  settledByVerdict,
+  staleReason,
+  summarizeReading,
+} from './verdict.js';
 
 /** What every operation drive shares with its runner. */
 export interface DriveEnv {
@@ -273,32 +281,15 @@ export class Drive {
       return inDoubt ? this.judgeAbsence(reading) : this.mismatch(reading, 'the target was not found');
     }
     const evaluation = reading.evaluation!;
-    const seen = { checks: evaluation.checks, evidence: evaluation.evidence, observedAt: reading.at };
-    switch (evaluation.verdict) {
-      case 'pass':
-        return this.finish({ ...seen, status: 'verified', units: evaluation.units });
-      case 'partial':
-        return this.finish({
-          ...seen,
-          status: 'partial',
-          units: evaluation.units,
-          errorCode: 'readback_mismatch',
-          reason: `${evaluation.units?.failed} of ${evaluation.units?.required} units did not apply`,
-        });
-      case 'wrong_scope':
-        return this.finish({
-          ...seen,
-          status: 'failed',
-          errorCode: 'wrong_scope',
-          reason: 'observed in another scope',
-        });
-      case 'stale':
-        return this.unresolved({ at: reading.at, code: 'stale_read', reason: staleReason(seen) }, seen);
-      case 'mismatch':
-        return inDoubt
-          ? this.judgeAbsence(reading, seen)
-          : this.mismatch(reading, failedNames(seen.checks), seen);
+    const settled = settledByVerdict(evaluation, reading.at);
+    if (settled) return this.finish(settled);
+    const seen = seenFacts(evaluation, reading.at);
+    if (evaluation.verdict === 'stale') {
+      return this.unresolved({ at: reading.at, code: 'stale_read', reason: staleReason(seen.checks) }, seen);
     }
+    return inDoubt
+      ? this.judgeAbsence(reading, seen)
+      : this.mismatch(reading, failedNames(seen.checks), seen);
   }
 
   /** The effect is not visible after an ambiguous attempt: unknown inside the window, proven absent after it. */
@@ -366,7 +357,7 @@ export class Drive {
     const ok = await this.move(
       ['accepted', 'running', 'timed_out'],
       { lifecycle, reads: this.record.reads + 1, lastObservedAt: reading.at },
-      { type: 'observed', detail: summarize(reading) },
+      { type: 'observed', detail: summarizeReading(reading) },
     );
     if (!ok) return this.superseded();
     // Not finished, not visible yet, or unreadable this time: the caller keeps polling within the budget.
@@ -380,29 +371,12 @@ export class Drive {
       });
     }
     const evaluation = reading.evaluation!;
-    const seen = { checks: evaluation.checks, evidence: evaluation.evidence, observedAt: reading.at };
-    switch (evaluation.verdict) {
-      case 'pass':
-        return this.finish({ ...seen, status: 'verified', units: evaluation.units });
-      case 'partial':
-        return this.finish({
-          ...seen,
-          status: 'partial',
-          units: evaluation.units,
-          errorCode: 'readback_mismatch',
-        });
-      case 'wrong_scope':
-        return this.finish({
-          ...seen,
-          status: 'failed',
-          errorCode: 'wrong_scope',
-          reason: 'observed in another scope',
-        });
-      case 'mismatch':
-        return this.mismatch(reading, failedNames(seen.checks), seen);
-      case 'stale':
-        return undefined;
-    }
+    const settled = settledByVerdict(evaluation, reading.at);
+    if (settled) return this.finish(settled);
+    // A stale read of finished work may catch up: keep polling within the budget.
+    if (evaluation.verdict === 'stale') return undefined;
+    const seen = seenFacts(evaluation, reading.at);
+    return this.mismatch(reading, failedNames(seen.checks), seen);
   }
 
   private budgetSpent(): boolean {
@@ -585,29 +559,5 @@ export class Drive {
     if (r.actor) ctx.actor = r.actor;
     if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
     return ctx;
-  };
-}
-
-function isSettledVerdict(reading: Extract<Reading, { kind: 'observed' }>): boolean {
-  return reading.evaluation?.verdict === 'pass' || reading.evaluation?.verdict === 'wrong_scope';
-}
-
-function failedNames(checks: { name: string; pass: boolean }[] | undefined): string {
-  const failed = (checks ?? []).filter((c) => !c.pass).map((c) => c.name);
-  return failed.length ? `read back did not match: ${failed.join(', ')}` : 'read back did not match';
-}
-
-function staleReason(seen: { checks?: { name: string; pass: boolean }[] }): string {
-  const failed = (seen.checks ?? []).filter((c) => !c.pass && c.name.startsWith('fresh')).map((c) => c.name);
-  return `the read matched but could not be proven fresh (${failed.join(', ') || 'freshness'}); it may be an old copy`;
-}
-
-function summarize(reading: Reading): Record<string, unknown> {
-  if (reading.kind === 'error') return { read: 'error', code: reading.code };
-  if (reading.kind === 'absent') return { read: 'absent' };
-  return {
-    read: 'observed',
-    terminal: reading.terminal ?? null,
-    verdict: reading.evaluation?.verdict ?? null,
   };
 }

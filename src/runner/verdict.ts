@@ -1,0 +1,64 @@
+import type { Evaluation } from '../contract/evaluate.js';
+import type { Check } from '../contract/types.js';
+import type { Outcome } from './outcome.js';
+import type { Reading } from './readback.js';
+
+/** What an observation proved, as the facts of a settled outcome; undefined when it proved nothing final. */
+export type SettledFacts = Partial<Outcome> & Pick<Outcome, 'status'>;
+
+/** The checks, evidence and time of one judged observation. */
+export function seenFacts(
+  evaluation: Evaluation,
+  at: number,
+): Pick<Outcome, 'checks' | 'evidence' | 'observedAt'> {
+  return { checks: evaluation.checks, evidence: evaluation.evidence, observedAt: at };
+}
+
+/** Maps a verdict that settles the operation (pass, partial, wrong scope) to its outcome facts. */
+export function settledByVerdict(evaluation: Evaluation, at: number): SettledFacts | undefined {
+  const seen = seenFacts(evaluation, at);
+  switch (evaluation.verdict) {
+    case 'pass':
+      return { ...seen, status: 'verified', units: evaluation.units };
+    case 'partial':
+      return {
+        ...seen,
+        status: 'partial',
+        units: evaluation.units,
+        errorCode: 'readback_mismatch',
+        reason: `${evaluation.units?.failed} of ${evaluation.units?.required} units did not apply`,
+      };
+    case 'wrong_scope':
+      return { ...seen, status: 'failed', errorCode: 'wrong_scope', reason: 'observed in another scope' };
+    default:
+      return undefined;
+  }
+}
+
+/** True when re-reading within a settle window cannot change what this observation decided. */
+export function isSettledVerdict(reading: Extract<Reading, { kind: 'observed' }>): boolean {
+  return reading.evaluation?.verdict === 'pass' || reading.evaluation?.verdict === 'wrong_scope';
+}
+
+/** The reason text for a mismatch, naming the checks that failed. */
+export function failedNames(checks: Check[] | undefined): string {
+  const failed = (checks ?? []).filter((c) => !c.pass).map((c) => c.name);
+  return failed.length ? `read back did not match: ${failed.join(', ')}` : 'read back did not match';
+}
+
+/** The reason text for a read that matched but could not be shown fresh. */
+export function staleReason(checks: Check[] | undefined): string {
+  const failed = (checks ?? []).filter((c) => !c.pass && c.name.startsWith('fresh')).map((c) => c.name);
+  return `the read matched but could not be proven fresh (${failed.join(', ') || 'freshness'}); it may be an old copy`;
+}
+
+/** A one-line summary of a reading for the event log. */
+export function summarizeReading(reading: Reading): Record<string, unknown> {
+  if (reading.kind === 'error') return { read: 'error', code: reading.code };
+  if (reading.kind === 'absent') return { read: 'absent' };
+  return {
+    read: 'observed',
+    terminal: reading.terminal ?? null,
+    verdict: reading.evaluation?.verdict ?? null,
+  };
+}
