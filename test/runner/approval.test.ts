@@ -10,7 +10,11 @@ function gated(policy: () => boolean | Promise<boolean> = () => true) {
     { id: 'T-104', tenant: 'acme' },
     { id: 'T-105', tenant: 'acme', status: 'closed' },
   ]);
-  const closeTicket = defineAction({ ...hd.actions.updateTicket, name: 'close_ticket', needsApproval: policy });
+  const closeTicket = defineAction({
+    ...hd.actions.updateTicket,
+    name: 'close_ticket',
+    needsApproval: policy,
+  });
   const runner = createRunner({ clock: hd.clock, random: () => 0.5 });
   return { hd, runner, closeTicket };
 }
@@ -42,7 +46,11 @@ describe('approval gate', () => {
     const { hd, runner, closeTicket } = gated();
     const parked = await runner.run(closeTicket, input, ctx);
     const fingerprint = String(parked.evidence?.fingerprint);
-    const approved = await runner.approve(parked.operationId, { by: 'maria', note: 'customer asked', fingerprint });
+    const approved = await runner.approve(parked.operationId, {
+      by: 'maria',
+      note: 'customer asked',
+      fingerprint,
+    });
     expect(approved.status).toBe('pending');
     expect(callsTo(hd.tickets, 'update')).toEqual([]);
 
@@ -61,7 +69,10 @@ describe('approval gate', () => {
   it('after approval a poll executes it once', async () => {
     const { hd, runner, closeTicket } = gated();
     const parked = await runner.run(closeTicket, input, ctx);
-    await runner.approve(parked.operationId, { by: 'maria', fingerprint: String(parked.evidence?.fingerprint) });
+    await runner.approve(parked.operationId, {
+      by: 'maria',
+      fingerprint: String(parked.evidence?.fingerprint),
+    });
     const [a, b] = await Promise.all([runner.poll(parked.operationId), runner.poll(parked.operationId)]);
     expect(a.status).toBe('verified');
     expect(b.status).toBe('verified');
@@ -74,7 +85,9 @@ describe('approval gate', () => {
     const other = await runner.run(closeTicket, { id: 'T-104', status: 'resolved' }, ctx);
     const wrong = String(other.evidence?.fingerprint);
 
-    await expect(runner.approve(parked.operationId, { by: 'maria', fingerprint: wrong })).rejects.toMatchObject({
+    await expect(
+      runner.approve(parked.operationId, { by: 'maria', fingerprint: wrong }),
+    ).rejects.toMatchObject({
       code: 'approval_mismatch',
     });
     const fingerprint = String(parked.evidence?.fingerprint);

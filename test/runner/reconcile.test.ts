@@ -10,7 +10,12 @@ function twoProcesses(store: OperationStore = memoryStore()) {
   const hd = createHelpdesk();
   hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
   const before = createRunner({ store, clock: hd.clock, random: () => 0.5 });
-  const after = createRunner({ store, clock: hd.clock, random: () => 0.5, actions: Object.values(hd.actions) });
+  const after = createRunner({
+    store,
+    clock: hd.clock,
+    random: () => 0.5,
+    actions: Object.values(hd.actions),
+  });
   return { hd, store, before, after };
 }
 
@@ -26,13 +31,29 @@ async function crashMidExecute(
   const id = `op-crashed-${action.name}`;
   const key = `run-crashed:${action.name}`;
   await store.reserve(
-    { id, action: action.name, target, scope: { tenant: 'acme' }, fingerprint: 'f', idempotencyKey: key, runId: 'run-crashed', actor: null, input, requestedAt: now },
+    {
+      id,
+      action: action.name,
+      target,
+      scope: { tenant: 'acme' },
+      fingerprint: 'f',
+      idempotencyKey: key,
+      runId: 'run-crashed',
+      actor: null,
+      input,
+      requestedAt: now,
+    },
     { type: 'reserved', at: now, from: null, to: 'requested', status: null, actor: null, attempt: 0 },
   );
   await store.transition(
     id,
     ['requested'],
-    { lifecycle: 'executing', attempt: 1, executedAt: now, nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs },
+    {
+      lifecycle: 'executing',
+      attempt: 1,
+      executedAt: now,
+      nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
+    },
     { type: 'executing', at: now, from: 'requested', to: 'executing', status: null, actor: null, attempt: 1 },
   );
   return { id, key };
@@ -68,7 +89,13 @@ describe('reconcile', () => {
 
   it('a crash before the effect, safe to repeat: absence proven after the window, re-executed once', async () => {
     const { hd, store, after } = twoProcesses();
-    const { id } = await crashMidExecute(store, hd, hd.actions.refundOrder, { orderId: '42', amountCents: 700 }, 'order:42');
+    const { id } = await crashMidExecute(
+      store,
+      hd,
+      hd.actions.refundOrder,
+      { orderId: '42', amountCents: 700 },
+      'order:42',
+    );
 
     hd.clock.advance(hd.actions.refundOrder.executeTimeoutMs + hd.actions.refundOrder.maxInFlightMs);
     await after.reconcile({ once: true });
@@ -107,13 +134,19 @@ describe('reconcile', () => {
       id = result.record.id;
       throw new Error('killed');
     };
-    await expect(before.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx)).rejects.toThrow('killed');
+    await expect(
+      before.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx),
+    ).rejects.toThrow('killed');
     store.reserve = reserved;
 
     hd.clock.advance(60_000);
     const report = await after.reconcile({ once: true });
     expect(report.claimed).toBe(1);
-    expect((await store.get(id))?.completion).toMatchObject({ status: 'failed', errorCode: 'not_executed', nextAllowedAction: 'retry' });
+    expect((await store.get(id))?.completion).toMatchObject({
+      status: 'failed',
+      errorCode: 'not_executed',
+      nextAllowedAction: 'retry',
+    });
     expect(callsTo(hd.tickets, 'update')).toEqual([]);
 
     const rerun = await after.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
@@ -137,7 +170,15 @@ describe('reconcile', () => {
       c.operationId,
       ['accepted', 'running', 'settled'],
       { status: 'failed' },
-      { type: 'late', at: hd.clock.now(), from: null, to: null, status: 'failed', actor: 'zombie', attempt: 1 },
+      {
+        type: 'late',
+        at: hd.clock.now(),
+        from: null,
+        to: null,
+        status: 'failed',
+        actor: 'zombie',
+        attempt: 1,
+      },
       { leaseToken: zombie!.leaseToken },
     );
     expect(late).toBeNull();
@@ -148,7 +189,11 @@ describe('reconcile', () => {
     const { hd, before, after } = twoProcesses();
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const c = await before.run(hd.actions.sendEmail, { ...email, to: `u${i}@example.com` }, { ...ctx, wait: false });
+      const c = await before.run(
+        hd.actions.sendEmail,
+        { ...email, to: `u${i}@example.com` },
+        { ...ctx, wait: false },
+      );
       ids.push(c.operationId);
     }
     hd.clock.advance(10_000);
@@ -175,7 +220,10 @@ describe('reconcile', () => {
 
   it('refuses nonsense options', async () => {
     const runner = createRunner();
-    await expect(runner.reconcile({ concurrency: 0 })).rejects.toMatchObject({ code: 'invalid_options', field: 'concurrency' });
+    await expect(runner.reconcile({ concurrency: 0 })).rejects.toMatchObject({
+      code: 'invalid_options',
+      field: 'concurrency',
+    });
     await expect(runner.reconcile({ leaseMs: Number.NaN })).rejects.toMatchObject({ field: 'leaseMs' });
   });
 });
