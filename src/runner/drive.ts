@@ -328,11 +328,11 @@ export class Drive {
   private async followAccepted(follow: FollowMode): Promise<Completion> {
     const { action, env } = this;
     if (follow === 'none') return this.parkPending();
-    // A timed-out operation gets one more read when asked: a late terminal state still settles it honestly.
-    let mayRead = this.record.lifecycle === 'timed_out';
     for (;;) {
-      if (this.budgetSpent() && !mayRead) return this.budgetExhausted();
-      if (follow === 'wait' && !mayRead) {
+      // Wait before each read while budget remains. With the budget already spent (a poll of timed-out work,
+      // or a reconciler reaching work nobody polled in time) the read still happens once: a late terminal
+      // state settles the operation honestly instead of being ignored.
+      if (follow === 'wait' && !this.budgetSpent()) {
         const remaining =
           (this.record.acceptedAt ?? env.clock.now()) + action.poll.maxDurationMs - env.clock.now();
         const delay = Math.min(remaining, pollDelay(action.poll, this.record.reads, env.random));
@@ -342,11 +342,11 @@ export class Drive {
           return this.parkPending();
         }
       }
-      mayRead = false;
       const reading = await readOnce(env.clock, action, this.record.input, this.stepContext);
       const done = await this.judgeAccepted(reading);
       if (done) return done;
-      if (follow === 'once') return this.budgetSpent() ? this.budgetExhausted() : this.parkPending(reading);
+      if (this.budgetSpent()) return this.budgetExhausted();
+      if (follow === 'once') return this.parkPending(reading);
     }
   }
 

@@ -51,7 +51,14 @@ export interface FakeMailProviderOptions extends FakeOptions {
   deliveryDelayMs?: number;
 }
 
-interface StoredMessage {
+/** A saved provider queue, as `snapshot()` returns it. */
+export interface MailSnapshot {
+  version: 1;
+  messages: StoredMessage[];
+}
+
+/** One accepted message with the outcome and time it will settle at. */
+export interface StoredMessage {
   messageId: string;
   idempotencyKey: string | null;
   to: string;
@@ -74,6 +81,24 @@ export class FakeMailProvider extends FakeSystem<MailFaults> {
   constructor(options: FakeMailProviderOptions) {
     super('mail', options, { ...commonFaults(), nextOutcome: null });
     this.deliveryDelayMs = options.deliveryDelayMs ?? 1000;
+  }
+
+  /** The provider's accepted messages as plain data, so a later process can restore the same queue. */
+  snapshot(): MailSnapshot {
+    return { version: 1, messages: copy(this.stored) };
+  }
+
+  /** Loads messages saved by `snapshot()` into an empty provider; their delivery times are kept. */
+  restore(snapshot: MailSnapshot): void {
+    if (snapshot?.version !== 1 || !Array.isArray(snapshot.messages)) {
+      throw new Error('not a mail snapshot (expected { version: 1, messages: [...] })');
+    }
+    if (this.stored.length > 0) throw new Error('restore() needs an empty provider');
+    for (const message of copy(snapshot.messages)) {
+      this.stored.push(message);
+      this.byId.set(message.messageId, message);
+      if (message.idempotencyKey !== null) this.byKey.set(message.idempotencyKey, message);
+    }
   }
 
   /** Every message the provider accepted, in order, with its status as of now (the effect log). */
