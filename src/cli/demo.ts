@@ -1,8 +1,13 @@
 import type { Completion, RunContext, Status } from '../contract/types.js';
 import { type GuardResult, guardAnswer, summarize } from '../messages/index.js';
 import { createRunner, type Runner } from '../runner/runner.js';
+import type { OperationStore } from '../store/types.js';
+import { FakeClock } from '../testing/fakes/fake-clock.js';
 import { createHelpdesk, type Helpdesk } from '../testing/helpdesk.js';
 import type { Command } from './args.js';
+import { saveDemoState } from './demo-state.js';
+import { stringFlag } from './format.js';
+import { DEFAULT_STORE, openStore } from './store.js';
 import { type Column, type Palette, palette, renderTable, type Style, wrap } from './table.js';
 
 /** One scripted tool call: what the agent asked, the fault switched on, and what it did not know. */
@@ -167,12 +172,23 @@ function shorten(called: boolean, raw: unknown): string {
   return compact(raw);
 }
 
+/** Where the demo records its operations and how it names them; all optional (defaults: memory, `op-01`…). */
+export interface DemoOptions {
+  store?: OperationStore;
+  /** Start of the demo's simulated timeline, in ms since the epoch. */
+  clockStart?: number;
+  idPrefix?: string;
+  runId?: string;
+}
+
 /**
  * Runs the scripted helpdesk agent: nine tool calls through one runner on the helpdesk's fake
  * clock (instant, offline), with faults armed, then guards the naive and the honest final answers.
  */
-export async function runDemo(): Promise<DemoResult> {
-  const hd = createHelpdesk();
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const hd = createHelpdesk(
+    options.clockStart === undefined ? {} : { clock: new FakeClock(options.clockStart) },
+  );
   hd.tickets.seed([
     { id: 'T-104', tenant: 'acme' },
     { id: 'T-105', tenant: 'acme', status: 'resolved' },
@@ -180,12 +196,18 @@ export async function runDemo(): Promise<DemoResult> {
   ]);
   let seq = 0;
   // Short, stable operation ids and fixed jitter, so the demo prints the same thing every time.
+  const prefix = options.idPrefix ?? 'op-';
   const runner = createRunner({
     clock: hd.clock,
     random: () => 0.5,
-    newId: () => `op-${String(++seq).padStart(2, '0')}`,
+    newId: () => `${prefix}${String(++seq).padStart(2, '0')}`,
+    ...(options.store ? { store: options.store } : {}),
   });
-  const ctx: RunContext = { runId: 'demo', scope: { tenant: 'acme' }, actor: 'helpdesk-agent' };
+  const ctx: RunContext = {
+    runId: options.runId ?? 'demo',
+    scope: { tenant: 'acme' },
+    actor: 'helpdesk-agent',
+  };
   const rows: DemoRow[] = [];
   for (const step of STEPS) {
     const completion = await step.call(hd, runner, ctx);
@@ -360,15 +382,32 @@ export function renderDemo(result: DemoResult, options: { color: boolean; width:
 /** `readback demo`: runs the scripted agent and prints the table, or one JSON document with `--json`. */
 export const demoCommand: Command = {
   summary: 'run a scripted helpdesk agent through readback and show what it would have claimed',
-  usage: 'readback demo [--json] [--no-color]',
+  usage: 'readback demo [--json] [--no-color] [--store PATH | --no-store]',
   flags: {
     json: { type: 'boolean', description: 'print { completions, naive, guard } as one JSON document' },
     'no-color': { type: 'boolean', description: 'never color the output (NO_COLOR is honored too)' },
+    store: { type: 'string', description: `SQLite file to record operations in (default ${DEFAULT_STORE})` },
+    'no-store': { type: 'boolean', description: 'keep operations in memory only' },
   },
   async run({ flags }, io) {
-    const result = await runDemo();
+    const storePath = flags['no-store'] === true ? undefined : (stringFlag(flags, 'store') ?? DEFAULT_STORE);
+    const stamp = Date.now().toString(36);
+    const store = storePath === undefined ? undefined : await openStore(storePath, { create: true });
+    let result: DemoResult;
+    try {
+      result = await runDemo(
+        store
+          ? // Unique ids per run, and a simulated timeline in the recent past, so what the demo left pending
+            // is already due when `readback reconcile --once` looks at the store.
+            { store, idPrefix: `op-${stamp}-`, runId: `demo-${stamp}`, clockStart: Date.now() - 10 * 60_000 }
+          : {},
+      );
+      if (storePath) saveDemoState(storePath, result.helpdesk);
+    } finally {
+      await store?.close();
+    }
     if (flags.json) {
-      io.stdout.write(`${JSON.stringify(demoJson(result), null, 2)}\n`);
+      io.stdout.write(`${JSON.stringify({ ...demoJson(result), store: storePath ?? null }, null, 2)}\n`);
       return 0;
     }
     const tty = io.stdout.isTTY === true;
@@ -376,6 +415,13 @@ export const demoCommand: Command = {
     // Off a terminal there is no width to ask for; 120 columns reads well in logs and READMEs.
     const width = tty && io.stdout.columns ? Math.max(60, io.stdout.columns) : 120;
     io.stdout.write(renderDemo(result, { color, width }));
+    if (storePath) {
+      io.stdout.write(
+        `\nOperations recorded in ${storePath}: \`npx readback ops list\` lists them, ` +
+          `\`npx readback ops show <id>\` shows one's timeline, and \`npx readback reconcile --once\` ` +
+          'settles the pending email.\n',
+      );
+    }
     return 0;
   },
 };

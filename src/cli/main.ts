@@ -3,10 +3,15 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type CliIO, type Command, describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import { demoCommand } from './demo.js';
+import { CommandError } from './format.js';
+import { opsCommand } from './ops.js';
+import { reconcileCommand } from './reconcile.js';
 
-/** The commands `readback` knows; later ones (ops, reconcile, review, audit) register here. */
+/** The commands `readback` knows; later ones (review, audit) register here. */
 export const COMMANDS: Record<string, Command> = {
   demo: demoCommand,
+  ops: opsCommand,
+  reconcile: reconcileCommand,
 };
 
 const HELP_FLAG: FlagSpecs = { help: { type: 'boolean', short: 'h', description: 'show this help' } };
@@ -93,6 +98,10 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
         `readback: ${error.message}\nusage: readback <command> [options] (see 'readback --help')\n`,
       );
       return 2;
+    }
+    if (error instanceof CommandError) {
+      io.stderr.write(`readback: ${error.message}\n`);
+      return 1;
     }
     io.stderr.write(
       `readback: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

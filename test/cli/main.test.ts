@@ -6,7 +6,7 @@ const HEADERS = ['tool', 'tool returned', 'naive agent would say', 'readback sta
 
 describe('readback demo (in-process)', () => {
   it('prints the table, the honest summary, the guard verdicts and the gap', async () => {
-    const { code, stdout, stderr } = await runCli(['demo']);
+    const { code, stdout, stderr } = await runCli(['demo', '--no-store']);
     expect(code).toBe(0);
     expect(stderr).toBe('');
     const header = stdout.split('\n').find((line) => line.startsWith('│ tool '));
@@ -18,32 +18,33 @@ describe('readback demo (in-process)', () => {
   });
 
   it('fits 120 columns and uses no color when stdout is not a terminal', async () => {
-    const { stdout } = await runCli(['demo']);
+    const { stdout } = await runCli(['demo', '--no-store']);
     expect(stdout).toBe(stripAnsi(stdout));
     expect(widest(stdout)).toBeLessThanOrEqual(120);
   });
 
   it('colors statuses on a terminal and fits its width', async () => {
     for (const columns of [60, 80, 100, 160]) {
-      const { stdout } = await runCli(['demo'], { tty: columns });
+      const { stdout } = await runCli(['demo', '--no-store'], { tty: columns });
       expect(stdout).toContain('\u001b[32mverified');
       expect(widest(stdout)).toBeLessThanOrEqual(columns);
     }
   });
 
   it('honors --no-color and NO_COLOR on a terminal', async () => {
-    const flag = await runCli(['demo', '--no-color'], { tty: 100 });
+    const flag = await runCli(['demo', '--no-store', '--no-color'], { tty: 100 });
     expect(flag.stdout).toBe(stripAnsi(flag.stdout));
-    const env = await runCli(['demo'], { tty: 100, env: { NO_COLOR: '1' } });
+    const env = await runCli(['demo', '--no-store'], { tty: 100, env: { NO_COLOR: '1' } });
     expect(env.stdout).toBe(stripAnsi(env.stdout));
   });
 
   it('--json prints one document with one completion per call and nothing else', async () => {
-    const { code, stdout, stderr } = await runCli(['demo', '--json'], { tty: 100 });
+    const { code, stdout, stderr } = await runCli(['demo', '--no-store', '--json'], { tty: 100 });
     expect(code).toBe(0);
     expect(stderr).toBe('');
     const doc = JSON.parse(stdout);
-    expect(Object.keys(doc)).toEqual(['completions', 'naive', 'guard']);
+    expect(Object.keys(doc)).toEqual(['completions', 'naive', 'guard', 'store']);
+    expect(doc.store).toBeNull();
     expect(doc.completions).toHaveLength(9);
     expect(doc.naive).toHaveLength(9);
     expect(doc.completions.map((c: { status: string }) => c.status)).toEqual([

@@ -1,0 +1,61 @@
+import { UsageError } from './args.js';
+
+/**
+ * A command that could not do what was asked for a reason the user can act on (an unknown id, an already
+ * settled operation): reported in one line without a stack, exit code 1.
+ */
+export class CommandError extends Error {
+  override readonly name = 'CommandError';
+}
+
+/** A timestamp for a table cell: ISO 8601 to the second, or `-` when absent. */
+export function shortTime(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** A full ISO 8601 timestamp, or `-` when absent. */
+export function isoTime(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
+  return new Date(ms).toISOString();
+}
+
+/** One-line JSON-ish rendering of a value for human output, cut at `max` characters. */
+export function compactValue(value: unknown, max = 100): string {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
+}
+
+/** A string flag's value, or undefined when the flag was not given. */
+export function stringFlag(
+  flags: Record<string, string | boolean | undefined>,
+  name: string,
+): string | undefined {
+  const value = flags[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Parses a whole number ≥ `min` given as `--name N`; anything else is a usage error naming the option. */
+export function intFlag(
+  flags: Record<string, string | boolean | undefined>,
+  name: string,
+  min = 1,
+): number | undefined {
+  const raw = stringFlag(flags, name);
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new UsageError(`option '--${name}' needs a whole number ≥ ${min}; got '${raw}'`);
+  }
+  return Number(raw);
+}
+
+/** The table width: the terminal's, or 120 columns off a terminal (logs, pipes). */
+export function outputWidth(stdout: { isTTY?: boolean; columns?: number }): number {
+  return stdout.isTTY === true && stdout.columns ? Math.max(60, stdout.columns) : 120;
+}

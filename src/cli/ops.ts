@@ -1,0 +1,318 @@
+import { STATUSES, type Status } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import { resolveByOperator } from '../runner/operator.js';
+import type { OperationEvent, OperationRecord, OperationStore } from '../store/types.js';
+import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
+import {
+  CommandError,
+  compactValue,
+  intFlag,
+  isoTime,
+  outputWidth,
+  shortTime,
+  stringFlag,
+} from './format.js';
+import { DEFAULT_STORE, openStore } from './store.js';
+import { type Column, renderTable } from './table.js';
+
+type Flags = ParsedArgs['flags'];
+
+interface Subcommand {
+  /** Options this subcommand accepts, besides --help. */
+  flags: readonly string[];
+  /** Whether it takes an operation id. */
+  takesId: boolean;
+  run(store: OperationStore, id: string | undefined, flags: Flags, io: CliIO): Promise<number>;
+}
+
+const LIST_COLUMNS: readonly Column[] = [
+  { header: 'id', min: 12, max: 48 },
+  { header: 'action', min: 8, max: 24 },
+  { header: 'target', min: 8, grow: true },
+  { header: 'lifecycle', min: 9, max: 17 },
+  { header: 'status', min: 7, max: 8 },
+  { header: 'attempt', min: 7, max: 7 },
+  { header: 'updated', min: 20, max: 20 },
+  { header: 'next poll', min: 20, max: 20 },
+];
+
+const TIMELINE_COLUMNS: readonly Column[] = [
+  { header: 'seq', min: 3, max: 5 },
+  { header: 'time', min: 24, max: 24 },
+  { header: 'type', min: 8, max: 22 },
+  { header: 'from → to', min: 9, max: 30 },
+  { header: 'status', min: 7, max: 8 },
+  { header: 'actor', min: 6, max: 24 },
+  { header: 'detail', min: 12, grow: true },
+];
+
+// Off a terminal nothing limits the width, and ids cut across lines could not be grepped or copied.
+function tableWidth(io: CliIO): number {
+  return io.stdout.isTTY === true ? outputWidth(io.stdout) : 1_000;
+}
+
+function parseStatus(raw: string | undefined): Status | undefined {
+  if (raw === undefined) return undefined;
+  if (!(STATUSES as readonly string[]).includes(raw)) {
+    throw new UsageError(`option '--status' must be one of ${STATUSES.join(', ')}; got '${raw}'`);
+  }
+  return raw as Status;
+}
+
+async function list(
+  store: OperationStore,
+  _id: string | undefined,
+  flags: Flags,
+  io: CliIO,
+): Promise<number> {
+  const status = parseStatus(stringFlag(flags, 'status'));
+  const limit = intFlag(flags, 'limit');
+  const action = stringFlag(flags, 'action');
+  const records = await store.list({
+    ...(status ? { status } : {}),
+    ...(action !== undefined ? { action } : {}),
+  });
+  // Newest activity first, so `--limit 10` shows what just happened.
+  records.sort(
+    (a, b) => b.updatedAt - a.updatedAt || b.requestedAt - a.requestedAt || a.id.localeCompare(b.id),
+  );
+  const shown = limit === undefined ? records : records.slice(0, limit);
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
+    return 0;
+  }
+  if (shown.length === 0) {
+    io.stdout.write('no operations match\n');
+    return 0;
+  }
+  const rows = shown.map((r) => [
+    r.id,
+    r.action,
+    r.target,
+    r.lifecycle,
+    r.status ?? '-',
+    String(r.attempt),
+    shortTime(r.updatedAt),
+    shortTime(r.nextPollAt),
+  ]);
+  const more = shown.length < records.length ? ` (of ${records.length}; raise --limit to see more)` : '';
+  io.stdout.write(
+    `${renderTable(LIST_COLUMNS, rows, { width: tableWidth(io) })}\n${shown.length} operation${shown.length === 1 ? '' : 's'}${more}\n`,
+  );
+  return 0;
+}
+
+async function load(store: OperationStore, id: string): Promise<OperationRecord> {
+  const record = await store.get(id);
+  if (!record) throw new CommandError(`no operation ${id}`);
+  return record;
+}
+
+function fieldLines(fields: [string, string][]): string[] {
+  const width = Math.max(...fields.map(([k]) => k.length));
+  return fields.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`);
+}
+
+function eventDetail(event: OperationEvent): string {
+  if (!event.detail || Object.keys(event.detail).length === 0) return '';
+  return compactValue(event.detail, 200);
+}
+
+/** The `ops show` text: the record, its latest completion and the event timeline. */
+export function renderShow(record: OperationRecord, events: OperationEvent[], width: number): string {
+  const out = [
+    `operation ${record.id}`,
+    ...fieldLines([
+      ['action', record.action],
+      ['target', record.target],
+      ['lifecycle', record.lifecycle],
+      ['status', record.status ?? '-'],
+      ['attempt', String(record.attempt)],
+      ['run', record.runId],
+      ['actor', record.actor ?? '-'],
+      ['scope', compactValue(record.scope)],
+      ['idempotency key', record.idempotencyKey],
+      ['requested', isoTime(record.requestedAt)],
+      ['updated', isoTime(record.updatedAt)],
+      ['next poll', isoTime(record.nextPollAt)],
+      ['reads', String(record.reads)],
+      ...(record.providerRef !== null && record.providerRef !== undefined
+        ? [['provider ref', compactValue(record.providerRef)] as [string, string]]
+        : []),
+      ...(record.leaseOwner
+        ? [['lease', `${record.leaseOwner} until ${isoTime(record.leaseExpiresAt)}`] as [string, string]]
+        : []),
+    ]),
+    '',
+  ];
+  const c = record.completion;
+  if (c) {
+    out.push(
+      'completion',
+      ...fieldLines([
+        ['status', c.status],
+        ['errorCode', c.errorCode ?? '-'],
+        ['reason', c.reason ?? '-'],
+        ['message', c.message],
+        ['next', c.nextAllowedAction],
+        ['evidence', c.evidence === undefined ? '-' : compactValue(c.evidence, 400)],
+        ...c.checks.map(
+          (check) =>
+            [
+              `check ${check.pass ? '✓' : '✗'}`,
+              `${check.name}: expected ${compactValue(check.expected, 80)}, observed ${compactValue(check.observed, 80)}`,
+            ] as [string, string],
+        ),
+        ...(c.units
+          ? [
+              ['units', `${c.units.passed} of ${c.units.required} passed, ${c.units.failed} failed`] as [
+                string,
+                string,
+              ],
+            ]
+          : []),
+      ]),
+    );
+  } else {
+    out.push('completion', '  (none yet)');
+  }
+  out.push('', `timeline (${events.length} event${events.length === 1 ? '' : 's'})`);
+  const rows = events.map((e) => [
+    String(e.seq),
+    isoTime(e.at),
+    e.type,
+    `${e.from ?? '∅'} → ${e.to ?? '∅'}`,
+    e.status ?? '-',
+    e.actor ?? '-',
+    eventDetail(e),
+  ]);
+  out.push(renderTable(TIMELINE_COLUMNS, rows, { width, maxLines: 4 }));
+  return `${out.join('\n')}\n`;
+}
+
+async function show(store: OperationStore, id: string | undefined, flags: Flags, io: CliIO): Promise<number> {
+  const record = await load(store, id!);
+  const events = await store.events(record.id);
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify({ record, events }, null, 2)}\n`);
+    return 0;
+  }
+  io.stdout.write(renderShow(record, events, tableWidth(io)));
+  return 0;
+}
+
+function resolveArgs(flags: Flags): { status: 'verified' | 'failed'; note: string; by: string } {
+  const status = stringFlag(flags, 'status');
+  if (status === undefined) throw new UsageError("'readback ops resolve' needs --status verified|failed");
+  if (status !== 'verified' && status !== 'failed') {
+    throw new UsageError(`option '--status' must be verified or failed for resolve; got '${status}'`);
+  }
+  const note = stringFlag(flags, 'note');
+  const by = stringFlag(flags, 'by');
+  if (note === undefined || note.trim() === '') {
+    throw new UsageError('\'readback ops resolve\' needs --note "...": an operator decision must say why');
+  }
+  if (by === undefined || by.trim() === '') {
+    throw new UsageError("'readback ops resolve' needs --by NAME: an operator decision must say who");
+  }
+  return { status, note, by };
+}
+
+async function resolveOp(
+  store: OperationStore,
+  id: string | undefined,
+  flags: Flags,
+  io: CliIO,
+): Promise<number> {
+  const { status, note, by } = resolveArgs(flags);
+  await load(store, id!);
+  let completion: Awaited<ReturnType<typeof resolveByOperator>>;
+  try {
+    completion = await resolveByOperator(store, id!, { status, note, by }, Date.now());
+  } catch (error) {
+    if (error instanceof ReadbackError && error.code === 'already_settled') {
+      throw new CommandError(`${error.message}; nothing was changed`);
+    }
+    if (error instanceof ReadbackError && error.code === 'unknown_operation') {
+      throw new CommandError(`no operation ${id}`);
+    }
+    throw error;
+  }
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify(completion, null, 2)}\n`);
+    return 0;
+  }
+  io.stdout.write(
+    [
+      `resolved ${id} as ${completion.status} (recorded as an operator decision by ${by})`,
+      ...fieldLines([
+        ['status', completion.status],
+        ['errorCode', completion.errorCode ?? '-'],
+        ['reason', completion.reason ?? '-'],
+        ['message', completion.message],
+      ]),
+      `the earlier events are kept; see 'readback ops show ${id}'`,
+      '',
+    ].join('\n'),
+  );
+  return 0;
+}
+
+const SUBCOMMANDS: Record<string, Subcommand> = {
+  list: { flags: ['store', 'status', 'action', 'limit', 'json'], takesId: false, run: list },
+  show: { flags: ['store', 'json'], takesId: true, run: show },
+  resolve: { flags: ['store', 'status', 'note', 'by', 'json'], takesId: true, run: resolveOp },
+};
+
+/** `readback ops list|show|resolve`: inspect the operations in a store and settle stuck ones by hand. */
+export const opsCommand: Command = {
+  summary: 'list, inspect and resolve durable operations in a store',
+  usage: [
+    'readback ops list [--store S] [--status S] [--action A] [--limit N] [--json]',
+    '       readback ops show <id> [--store S] [--json]',
+    '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S]',
+  ].join('\n'),
+  flags: {
+    store: { type: 'string', description: `SQLite database file (default ${DEFAULT_STORE})` },
+    status: {
+      type: 'string',
+      description: `list: only this status (${STATUSES.join(', ')}); resolve: verified or failed`,
+    },
+    action: { type: 'string', description: 'list: only operations of this action' },
+    limit: { type: 'string', description: 'list: at most this many operations, most recently updated first' },
+    note: { type: 'string', description: 'resolve: why the operator decided so (required)' },
+    by: { type: 'string', description: 'resolve: who decided (required)' },
+    json: { type: 'boolean', description: 'print JSON instead of text' },
+  },
+  positionals: { max: 2 },
+  async run({ flags, positionals }, io) {
+    const [name, id] = positionals;
+    if (name === undefined) throw new UsageError("'readback ops' needs a subcommand: list, show or resolve");
+    const sub = Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined;
+    if (!sub)
+      throw new UsageError(
+        `unknown subcommand '${name}' for 'readback ops' (expected list, show or resolve)`,
+      );
+    for (const flag of Object.keys(flags)) {
+      if (flag !== 'help' && !sub.flags.includes(flag)) {
+        throw new UsageError(`option '--${flag}' does not apply to 'readback ops ${name}'`);
+      }
+    }
+    if (sub.takesId && id === undefined) throw new UsageError(`'readback ops ${name}' needs an operation id`);
+    if (!sub.takesId && id !== undefined) {
+      throw new UsageError(`unexpected argument '${id}' for 'readback ops ${name}'`);
+    }
+    // Check every option before opening anything, so a typo never touches the database.
+    if (name === 'list') {
+      parseStatus(stringFlag(flags, 'status'));
+      intFlag(flags, 'limit');
+    }
+    if (name === 'resolve') resolveArgs(flags);
+    const store = await openStore(stringFlag(flags, 'store') ?? DEFAULT_STORE);
+    try {
+      return await sub.run(store, id, flags, io);
+    } finally {
+      await store.close();
+    }
+  },
+};

@@ -1,0 +1,173 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isAction } from '../contract/define.js';
+import type { AnyAction } from '../contract/types.js';
+import type { ReconcileReport } from '../runner/reconcile.js';
+import { createRunner } from '../runner/runner.js';
+import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
+import { demoActions, isDemoStore } from './demo-state.js';
+import { CommandError, intFlag, stringFlag } from './format.js';
+import { DEFAULT_STORE, openStore } from './store.js';
+
+/** Installs a stop handler and returns its remover; the default listens for SIGINT and SIGTERM. */
+export type StopHook = (stop: () => void) => () => void;
+
+const processSignals: StopHook = (stop) => {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    // A second signal means "now": the operator no longer wants to wait for in-flight reads.
+    if (stopping) process.exit(signal === 'SIGINT' ? 130 : 143);
+    stopping = true;
+    stop();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+};
+
+/**
+ * Every action a module exports: exported actions, and actions inside exported arrays or plain objects one
+ * level deep (`export const actions = { sendEmail, refund }`). The same action exported twice counts once.
+ */
+export function collectActions(mod: Record<string, unknown>): AnyAction[] {
+  const found = new Set<AnyAction>();
+  const take = (value: unknown) => {
+    if (isAction(value)) found.add(value as AnyAction);
+  };
+  for (const value of Object.values(mod)) {
+    if (isAction(value)) take(value);
+    else if (Array.isArray(value)) value.forEach(take);
+    else if (typeof value === 'object' && value !== null) Object.values(value).forEach(take);
+  }
+  return [...found];
+}
+
+/** Imports an actions module by path (relative to the working directory) and collects its actions. */
+export async function loadActions(modulePath: string): Promise<AnyAction[]> {
+  const path = resolve(modulePath);
+  if (!existsSync(path)) throw new UsageError(`actions module not found: ${modulePath}`);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new CommandError(
+      `could not load actions module ${modulePath}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  const actions = collectActions(mod);
+  if (actions.length === 0) {
+    throw new UsageError(
+      `actions module ${modulePath} exports no actions; export the results of defineAction() (directly, or in an array or object)`,
+    );
+  }
+  return actions;
+}
+
+/** One progress line: rounds, claims and the completions reached so far. */
+export function progressLine(report: ReconcileReport): string {
+  const s = report.byStatus;
+  const parts = [
+    `${report.rounds} round${report.rounds === 1 ? '' : 's'}`,
+    `${report.claimed} claimed`,
+    `verified ${s.verified}`,
+    `failed ${s.failed}`,
+    `unknown ${s.unknown}`,
+    `pending ${s.pending}`,
+  ];
+  if (s.partial > 0) parts.push(`partial ${s.partial}`);
+  if (s.no_op > 0) parts.push(`no_op ${s.no_op}`);
+  if (report.unknownAction > 0) parts.push(`unknown action ${report.unknownAction}`);
+  if (report.errors > 0) parts.push(`errors ${report.errors}`);
+  return `reconcile: ${parts.join(' · ')}`;
+}
+
+/** Runs `readback reconcile`; `onStop` replaces the SIGINT/SIGTERM listeners (tests use it). */
+export async function runReconcile(
+  { flags }: ParsedArgs,
+  io: CliIO,
+  onStop: StopHook = processSignals,
+): Promise<number> {
+  const storeSpec = stringFlag(flags, 'store') ?? DEFAULT_STORE;
+  const modulePath = stringFlag(flags, 'actions');
+  if (modulePath === undefined && !isDemoStore(storeSpec)) {
+    throw new UsageError("'readback reconcile' needs --actions <module>");
+  }
+  const concurrency = intFlag(flags, 'concurrency');
+  const leaseMs = intFlag(flags, 'lease-ms');
+  const once = flags.once === true;
+  const json = flags.json === true;
+
+  // Without --actions on the demo's own store, the built-in demo actions settle what the demo left pending.
+  const actions = modulePath === undefined ? demoActions(storeSpec) : await loadActions(modulePath);
+  const store = await openStore(storeSpec);
+  const controller = new AbortController();
+  const removeStop = onStop(() => controller.abort());
+  const tty = io.stdout.isTTY === true;
+  let progressShown = false;
+  try {
+    let runner: ReturnType<typeof createRunner>;
+    try {
+      runner = createRunner({ store, actions });
+    } catch (error) {
+      throw new CommandError(
+        `actions module ${modulePath ?? '(demo)'}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    if (!json && !once) {
+      io.stdout.write(
+        `reconciling ${storeSpec} with ${actions.length} action${actions.length === 1 ? '' : 's'} (Ctrl-C stops after in-flight work)\n`,
+      );
+    }
+    const report = await runner.reconcile({
+      once,
+      signal: controller.signal,
+      ...(concurrency !== undefined ? { concurrency } : {}),
+      ...(leaseMs !== undefined ? { leaseMs } : {}),
+      ...(json
+        ? {}
+        : {
+            onProgress: (r: ReconcileReport) => {
+              progressShown = true;
+              // On a terminal one line is rewritten in place; logs get one line per round.
+              io.stdout.write(tty ? `\r\u001b[K${progressLine(r)}` : `${progressLine(r)}\n`);
+            },
+          }),
+    });
+    if (json) {
+      io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    } else {
+      if (tty && progressShown) io.stdout.write('\n');
+      const why = controller.signal.aborted ? 'stopped' : 'done';
+      io.stdout.write(`${why}: ${progressLine(report).replace(/^reconcile: /, '')}\n`);
+      if (report.lastError) io.stderr.write(`readback: last error while reconciling: ${report.lastError}\n`);
+    }
+    return 0;
+  } finally {
+    removeStop();
+    await store.close();
+  }
+}
+
+/** `readback reconcile`: drives due and crash-interrupted operations to an honest end state. */
+export const reconcileCommand: Command = {
+  summary: 'claim due operations in a store and drive them to an honest end state',
+  usage:
+    'readback reconcile [--actions <module>] [--store S] [--once] [--concurrency N] [--lease-ms N] [--json]',
+  flags: {
+    store: { type: 'string', description: `SQLite database file (default ${DEFAULT_STORE})` },
+    actions: {
+      type: 'string',
+      description:
+        'module exporting the actions (defineAction results, or arrays/objects of them); defaults to the demo actions for the demo store',
+    },
+    once: { type: 'boolean', description: 'one pass over what is due now, then exit' },
+    concurrency: { type: 'string', description: 'operations driven in parallel per round (default 8)' },
+    'lease-ms': { type: 'string', description: 'lease length in ms; must outlast any step (default 60000)' },
+    json: { type: 'boolean', description: 'print only the final report as JSON' },
+  },
+  run: (args, io) => runReconcile(args, io),
+};

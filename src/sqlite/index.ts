@@ -1,0 +1,111 @@
+/** readback/sqlite: the embedded default `OperationStore`, on better-sqlite3 (or any `SqliteLike` handle). */
+import { ReadbackError } from '../errors.js';
+import type { OperationStore } from '../store/types.js';
+import { messageOf, openDatabaseFile, type SqliteLike } from './driver.js';
+import { type Durability, prepareDatabase } from './schema.js';
+import { createSqliteStore } from './store.js';
+
+export type { SqliteLike, SqliteStatement, SqliteValue } from './driver.js';
+export { type Durability, SQLITE_SCHEMA_VERSION } from './schema.js';
+
+/** Where the store lives: a file readback opens and closes, or an open handle the caller keeps. */
+export type SqliteStoreSource = { path: string } | { database: SqliteLike };
+
+/** Tuning for `sqliteStore`; every field has a safe default. */
+export interface SqliteStoreOptions {
+  /**
+   * How far a commit reaches before `reserve`/`transition` resolve. `'full'` (the default) syncs
+   * the write-ahead log at every commit (`synchronous=FULL`): a record that resolved survives a
+   * power loss or OS crash. `'normal'` (`synchronous=NORMAL`) skips that sync and is several times
+   * faster on a slow disk; it still survives the process crashing, but an OS crash or power loss
+   * can roll back the last commits — and a record that vanishes that way may belong to an action
+   * whose effect already ran, leaving an effect with no record, which is what readback exists to
+   * prevent. Choose `'normal'` only where that loss is acceptable (tests, demos, scratch runs).
+   */
+  durability?: Durability;
+  /** How long a write waits for another connection's lock before failing with SQLITE_BUSY (default 5000 ms). */
+  busyTimeoutMs?: number;
+}
+
+/** The options after validation, with defaults filled in. */
+export interface ResolvedSqliteStoreOptions {
+  durability: Durability;
+  busyTimeoutMs: number;
+}
+
+/** Validates `sqliteStore` options once and fills in the defaults. */
+export function resolveSqliteOptions(options: SqliteStoreOptions = {}): ResolvedSqliteStoreOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new ReadbackError('invalid_options', 'must be an object', 'options');
+  }
+  const durability = options.durability ?? 'full';
+  if (durability !== 'full' && durability !== 'normal') {
+    throw new ReadbackError('invalid_options', `must be 'full' or 'normal'`, 'durability');
+  }
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  if (typeof busyTimeoutMs !== 'number' || !Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new ReadbackError('invalid_options', 'must be a non-negative integer', 'busyTimeoutMs');
+  }
+  return { durability, busyTimeoutMs };
+}
+
+/**
+ * Opens the SQLite operation store. With `{ path }` it loads better-sqlite3, creates the file and its
+ * directory if missing, and closes the connection on `close()`; with `{ database }` it uses the
+ * caller's open handle and never closes it. Either way it sets WAL, `synchronous` and
+ * `busy_timeout` on the connection and brings the schema up to date.
+ */
+export async function sqliteStore(
+  source: SqliteStoreSource,
+  options?: SqliteStoreOptions,
+): Promise<OperationStore> {
+  const resolved = resolveSqliteOptions(options);
+  if (typeof source !== 'object' || source === null) {
+    throw new ReadbackError('invalid_options', 'pass { path } or { database }', 'source');
+  }
+
+  if ('database' in source) {
+    const db = source.database;
+    if (typeof db?.prepare !== 'function' || typeof db.exec !== 'function') {
+      throw new ReadbackError('invalid_options', 'must be an open SQLite database handle', 'database');
+    }
+    if (db.inTransaction === true || db.isTransaction === true) {
+      throw new ReadbackError(
+        'invalid_options',
+        'is inside a transaction; open the store outside it so its schema and records commit on their own',
+        'database',
+      );
+    }
+    try {
+      prepareDatabase(db, { ...resolved, field: 'database', what: 'the handle' });
+    } catch (error) {
+      throw asReadbackError(error, 'the handle', 'database');
+    }
+    return createSqliteStore({ db, owned: false, label: 'sqlite store' });
+  }
+
+  const { path } = source as { path?: unknown };
+  if (typeof path !== 'string') {
+    throw new ReadbackError('invalid_options', 'must be a file path string', 'path');
+  }
+  const db = await openDatabaseFile(path);
+  try {
+    prepareDatabase(db, { ...resolved, field: 'path', what: path });
+  } catch (error) {
+    // We opened it, so we close it: a refused file must not stay locked by a handle nobody holds.
+    try {
+      db.close();
+    } catch {
+      // Closing a handle whose open failed can itself fail; the first error is the one to report.
+    }
+    throw asReadbackError(error, path, 'path');
+  }
+  return createSqliteStore({ db, owned: true, label: `sqlite store at ${path}` });
+}
+
+// Pragmas and migrations fail for reasons outside our control (read-only file, full disk, locked
+// past busy_timeout); opening is configuration, so say which database and why.
+function asReadbackError(error: unknown, what: string, field: string): ReadbackError {
+  if (error instanceof ReadbackError) return error;
+  return new ReadbackError('invalid_options', `cannot prepare ${what}: ${messageOf(error)}`, field);
+}

@@ -1,0 +1,231 @@
+import type { Completion, Status } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import type { Lifecycle, NewEvent, OperationEvent, OperationRecord, RecordPatch } from '../store/types.js';
+import type { SqliteValue } from './driver.js';
+
+/** A row of `readback_operations` as the driver returns it. */
+export interface OperationRow {
+  id: string;
+  schema_version: number | bigint;
+  action: string;
+  target: string;
+  scope: string;
+  fingerprint: string;
+  idempotency_key: string;
+  run_id: string;
+  actor: string | null;
+  input: string | null;
+  attempt: number | bigint;
+  lifecycle: string;
+  status: string | null;
+  requested_at: number | bigint;
+  updated_at: number | bigint;
+  executed_at: number | bigint | null;
+  in_flight_until: number | bigint | null;
+  accepted_at: number | bigint | null;
+  last_observed_at: number | bigint | null;
+  next_poll_at: number | bigint | null;
+  reads: number | bigint;
+  provider_ref: string | null;
+  baseline: string | null;
+  completion: string | null;
+  lease_owner: string | null;
+  lease_token: string | null;
+  lease_expires_at: number | bigint | null;
+}
+
+/** A row of `readback_events` as the driver returns it. */
+export interface EventRow {
+  operation_id: string;
+  seq: number | bigint;
+  schema_version: number | bigint;
+  at: number | bigint;
+  type: string;
+  from_lifecycle: string | null;
+  to_lifecycle: string | null;
+  status: string | null;
+  actor: string | null;
+  attempt: number | bigint;
+  detail: string | null;
+}
+
+/** How each patchable record field is stored: its column, and whether it is JSON or must not be null. */
+interface ColumnSpec {
+  column: string;
+  json?: boolean;
+  notNull?: boolean;
+}
+
+/**
+ * The record fields a transition may write, mapped to columns. `requestedAt` is here although the
+ * patch type omits it, because the memory store (the reference) applies it from a spread record.
+ */
+export const PATCH_COLUMNS: Readonly<Record<keyof RecordPatch | 'requestedAt', ColumnSpec>> = {
+  action: { column: 'action', notNull: true },
+  target: { column: 'target', notNull: true },
+  scope: { column: 'scope', json: true, notNull: true },
+  runId: { column: 'run_id', notNull: true },
+  actor: { column: 'actor' },
+  input: { column: 'input', json: true },
+  attempt: { column: 'attempt', notNull: true },
+  lifecycle: { column: 'lifecycle', notNull: true },
+  status: { column: 'status' },
+  requestedAt: { column: 'requested_at', notNull: true },
+  updatedAt: { column: 'updated_at', notNull: true },
+  executedAt: { column: 'executed_at' },
+  inFlightUntil: { column: 'in_flight_until' },
+  acceptedAt: { column: 'accepted_at' },
+  lastObservedAt: { column: 'last_observed_at' },
+  nextPollAt: { column: 'next_poll_at' },
+  reads: { column: 'reads', notNull: true },
+  providerRef: { column: 'provider_ref', json: true },
+  baseline: { column: 'baseline', json: true },
+  completion: { column: 'completion', json: true },
+  leaseOwner: { column: 'lease_owner' },
+  leaseToken: { column: 'lease_token' },
+  leaseExpiresAt: { column: 'lease_expires_at' },
+};
+
+/** Encodes a JSON column: SQL NULL for null or undefined, JSON text otherwise. */
+export function toJson(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return JSON.stringify(value) ?? null;
+}
+
+function fromJson(text: string | null): unknown {
+  return text === null ? null : JSON.parse(text);
+}
+
+// node:sqlite (readBigInts) and better-sqlite3 (safeIntegers) may hand back integers as BigInt.
+function num(value: number | bigint): number {
+  return typeof value === 'bigint' ? Number(value) : value;
+}
+
+function numOrNull(value: number | bigint | null): number | null {
+  return value === null ? null : num(value);
+}
+
+/** Builds the record a row stores; every column is read back, whatever schema version wrote it. */
+export function recordFromRow(row: OperationRow): OperationRecord {
+  return {
+    schemaVersion: num(row.schema_version),
+    id: row.id,
+    action: row.action,
+    target: row.target,
+    scope: fromJson(row.scope) as Record<string, string>,
+    fingerprint: row.fingerprint,
+    idempotencyKey: row.idempotency_key,
+    runId: row.run_id,
+    actor: row.actor,
+    input: fromJson(row.input),
+    attempt: num(row.attempt),
+    lifecycle: row.lifecycle as Lifecycle,
+    status: row.status as Status | null,
+    requestedAt: num(row.requested_at),
+    updatedAt: num(row.updated_at),
+    executedAt: numOrNull(row.executed_at),
+    inFlightUntil: numOrNull(row.in_flight_until),
+    acceptedAt: numOrNull(row.accepted_at),
+    lastObservedAt: numOrNull(row.last_observed_at),
+    nextPollAt: numOrNull(row.next_poll_at),
+    reads: num(row.reads),
+    providerRef: fromJson(row.provider_ref),
+    baseline: fromJson(row.baseline),
+    completion: fromJson(row.completion) as Completion | null,
+    leaseOwner: row.lease_owner,
+    leaseToken: row.lease_token,
+    leaseExpiresAt: numOrNull(row.lease_expires_at),
+  };
+}
+
+/** The INSERT parameters for a new record, in `INSERT_OPERATION`'s column order. */
+export function recordParams(r: OperationRecord): SqliteValue[] {
+  return [
+    r.id,
+    r.schemaVersion,
+    r.action,
+    r.target,
+    toJson(r.scope) ?? '{}',
+    r.fingerprint,
+    r.idempotencyKey,
+    r.runId,
+    r.actor,
+    toJson(r.input),
+    r.attempt,
+    r.lifecycle,
+    r.status,
+    r.requestedAt,
+    r.updatedAt,
+    r.executedAt,
+    r.inFlightUntil,
+    r.acceptedAt,
+    r.lastObservedAt,
+    r.nextPollAt,
+    r.reads,
+    toJson(r.providerRef),
+    toJson(r.baseline),
+    toJson(r.completion),
+    r.leaseOwner,
+    r.leaseToken,
+    r.leaseExpiresAt,
+  ];
+}
+
+/** Turns a patch into column assignments, skipping undefined ("not given") and unknown keys. */
+export function patchAssignments(patch: RecordPatch): { columns: string[]; values: SqliteValue[] } {
+  const columns: string[] = [];
+  const values: SqliteValue[] = [];
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === undefined || !Object.hasOwn(PATCH_COLUMNS, field)) continue;
+    const spec = PATCH_COLUMNS[field as keyof typeof PATCH_COLUMNS];
+    if (value === null && spec.notNull) {
+      throw new ReadbackError('invalid_options', 'must not be null', `patch.${field}`);
+    }
+    columns.push(spec.column);
+    values.push(spec.json ? toJson(value) : (value as SqliteValue));
+  }
+  return { columns, values };
+}
+
+/** Builds the event a row stores; `detail` is present only when the writer gave one, as in the memory store. */
+export function eventFromRow(row: EventRow): OperationEvent {
+  const event: OperationEvent = {
+    schemaVersion: num(row.schema_version),
+    operationId: row.operation_id,
+    seq: num(row.seq),
+    at: num(row.at),
+    type: row.type,
+    from: row.from_lifecycle as Lifecycle | null,
+    to: row.to_lifecycle as Lifecycle | null,
+    status: row.status as Status | null,
+    actor: row.actor,
+    attempt: num(row.attempt),
+  };
+  if (row.detail !== null) event.detail = JSON.parse(row.detail) as Record<string, unknown>;
+  return event;
+}
+
+/** The INSERT parameters for an event, in `INSERT_EVENT`'s order; the store supplies from/to and the version. */
+export function eventParams(
+  operationId: string,
+  schemaVersion: number,
+  event: NewEvent,
+  from: Lifecycle | null,
+  to: Lifecycle | null,
+): SqliteValue[] {
+  // `detail` keeps SQL NULL for "absent" so a given `null` (JSON 'null') still reads back as given.
+  const detail = event.detail === undefined ? null : (JSON.stringify(event.detail) ?? null);
+  return [
+    operationId,
+    operationId,
+    schemaVersion,
+    event.at,
+    event.type,
+    from,
+    to,
+    event.status ?? null,
+    event.actor ?? null,
+    event.attempt,
+    detail,
+  ];
+}

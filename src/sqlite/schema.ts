@@ -1,0 +1,169 @@
+import { ReadbackError } from '../errors.js';
+import { messageOf, type SqliteLike } from './driver.js';
+import { BEGIN, COMMIT, ROLLBACK } from './sql.js';
+
+/** One step of the database schema; applied once, in order, inside a write transaction. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * The schema, oldest first. Never edit a released step: databases in the field have run it and the
+ * frozen fixtures in test/fixtures/sqlite hold its output; add a new step instead.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'operations and events',
+    sql: `
+      -- JSON columns hold JSON text (NULL stands for JSON null); times are integer milliseconds.
+      CREATE TABLE readback_operations (
+        id TEXT PRIMARY KEY,
+        schema_version INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        actor TEXT,
+        input TEXT,
+        attempt INTEGER NOT NULL,
+        lifecycle TEXT NOT NULL,
+        status TEXT,
+        requested_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        executed_at INTEGER,
+        in_flight_until INTEGER,
+        accepted_at INTEGER,
+        last_observed_at INTEGER,
+        next_poll_at INTEGER,
+        reads INTEGER NOT NULL,
+        provider_ref TEXT,
+        baseline TEXT,
+        completion TEXT,
+        lease_owner TEXT,
+        lease_token TEXT,
+        lease_expires_at INTEGER
+      );
+      -- The idempotency index is what makes reserve exactly-once across connections and restarts.
+      CREATE UNIQUE INDEX readback_operations_idempotency_key ON readback_operations (idempotency_key);
+      CREATE INDEX readback_operations_status ON readback_operations (status);
+      -- claimDue and list({ dueBefore }) walk open lifecycles in next_poll_at order.
+      CREATE INDEX readback_operations_due ON readback_operations (lifecycle, next_poll_at);
+      CREATE INDEX readback_operations_action ON readback_operations (action);
+      CREATE INDEX readback_operations_run_id ON readback_operations (run_id);
+      -- No FOREIGN KEY: enforcement is a per-connection pragma we do not own on a caller's handle;
+      -- the store only appends events inside the transaction that found their operation.
+      CREATE TABLE readback_events (
+        operation_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        from_lifecycle TEXT,
+        to_lifecycle TEXT,
+        status TEXT,
+        actor TEXT,
+        attempt INTEGER NOT NULL,
+        detail TEXT,
+        PRIMARY KEY (operation_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
+];
+
+/** The database schema version this code writes; a file with a newer one is refused rather than misread. */
+export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+/** How commits reach the disk: see `SqliteStoreOptions.durability`. */
+export type Durability = 'full' | 'normal';
+
+// The version lives in a table of our own, not PRAGMA user_version: a caller's database may be
+// shared with an application that already uses user_version for its own schema.
+const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS readback_migrations (
+  version INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  applied_at INTEGER NOT NULL
+)`;
+const HAS_MIGRATIONS_TABLE = `SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'readback_migrations'`;
+const CURRENT_VERSION = 'SELECT COALESCE(MAX(version), 0) AS version FROM readback_migrations';
+const RECORD_MIGRATION = 'INSERT INTO readback_migrations (version, name, applied_at) VALUES (?, ?, ?)';
+
+/**
+ * Checks the handle holds a usable database, applies the connection pragmas and brings the schema
+ * up to date; throws a `ReadbackError` for a file that is not a database or is from a newer readback.
+ */
+export function prepareDatabase(
+  db: SqliteLike,
+  options: { durability: Durability; busyTimeoutMs: number; field: string; what: string },
+): void {
+  // Waiting for a lock is set first so every later step, including the read probe, honours it.
+  db.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
+
+  // A read before any write: a file that is not a database fails here, before a pragma or a
+  // migration could touch it, so garbage handed to us is reported and left byte-for-byte alone.
+  let version: number;
+  try {
+    version = readVersion(db);
+  } catch (error) {
+    throw new ReadbackError(
+      'invalid_options',
+      `${options.what} is not a usable SQLite database (${messageOf(error)}); readback will not overwrite it`,
+      options.field,
+    );
+  }
+  refuseNewer(version);
+
+  // WAL lets readers run beside the single writer; FULL syncs the log at every commit.
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+
+  if (version < SQLITE_SCHEMA_VERSION) migrate(db);
+}
+
+function readVersion(db: SqliteLike): number {
+  if (db.prepare(HAS_MIGRATIONS_TABLE).get() === undefined) return 0;
+  return Number((db.prepare(CURRENT_VERSION).get() as { version: number | bigint }).version);
+}
+
+function refuseNewer(version: number): void {
+  if (version > SQLITE_SCHEMA_VERSION) {
+    throw new ReadbackError(
+      'store_conflict',
+      `the database has readback schema v${version}, newer than this readback (v${SQLITE_SCHEMA_VERSION}); upgrade readback to open it`,
+    );
+  }
+}
+
+// Runs the missing steps in one BEGIN IMMEDIATE transaction: it takes the write lock first, so two
+// processes opening a fresh file at once serialize here, and the second re-reads the version and
+// finds nothing left to do. A failing step rolls back whole, leaving the previous schema intact.
+function migrate(db: SqliteLike): void {
+  db.exec(BEGIN);
+  try {
+    db.exec(MIGRATIONS_TABLE);
+    const version = readVersion(db);
+    refuseNewer(version);
+    for (const step of MIGRATIONS) {
+      if (step.version <= version) continue;
+      db.exec(step.sql);
+      db.prepare(RECORD_MIGRATION).run(step.version, step.name, Date.now());
+    }
+    db.exec(COMMIT);
+  } catch (error) {
+    rollbackQuietly(db);
+    throw error;
+  }
+}
+
+/** Rolls back an open transaction, ignoring the error SQLite raises when a failure already ended it. */
+export function rollbackQuietly(db: SqliteLike): void {
+  try {
+    db.exec(ROLLBACK);
+  } catch {
+    // SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR); then there is nothing to undo.
+  }
+}

@@ -1,0 +1,119 @@
+import type { Lifecycle, ListFilter } from '../store/types.js';
+import { OPEN_LIFECYCLES } from '../store/types.js';
+import type { SqliteValue } from './driver.js';
+
+// How SQLite locks, once, so the per-statement notes can be short: a database file has one writer
+// at a time. BEGIN IMMEDIATE takes that write lock up front (waiting up to busy_timeout), so every
+// read-then-write below runs against data no other connection or process can change until COMMIT;
+// that is why no row locks or SKIP LOCKED are needed. Reads outside a transaction see the last
+// committed snapshot (WAL) and never wait for the writer.
+
+/** Starts a write transaction holding the database's single write lock from the first statement. */
+export const BEGIN = 'BEGIN IMMEDIATE';
+/** Makes the transaction durable (synced to disk under synchronous=FULL) and releases the write lock. */
+export const COMMIT = 'COMMIT';
+/** Undoes the transaction and releases the write lock. */
+export const ROLLBACK = 'ROLLBACK';
+
+const OPERATION_COLUMNS = `id, schema_version, action, target, scope, fingerprint, idempotency_key, run_id,
+  actor, input, attempt, lifecycle, status, requested_at, updated_at, executed_at, in_flight_until,
+  accepted_at, last_observed_at, next_poll_at, reads, provider_ref, baseline, completion, lease_owner,
+  lease_token, lease_expires_at`;
+
+/** Reads one operation by id (snapshot read; inside reserve/transition it runs under the write lock). */
+export const SELECT_BY_ID = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE id = ?`;
+
+/** Reads one operation by idempotency key through the unique index (snapshot read, or under the write lock in reserve). */
+export const SELECT_BY_KEY = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE idempotency_key = ?`;
+
+/** Inserts a reserved operation; runs under the write lock after reserve found neither its key nor its id. */
+export const INSERT_OPERATION = `INSERT INTO readback_operations (${OPERATION_COLUMNS})
+  VALUES (${placeholders(OPERATION_COLUMNS.split(',').length)})`;
+
+/**
+ * Builds the compare-and-set UPDATE for a transition: it writes `columns` only when the row is
+ * still in one of `fromCount` lifecycles (never `settled`) and, when given, still holds the lease
+ * token and attempt the writer saw. It runs under the write lock, so the WHERE is the whole check.
+ * Parameters: column values, updated_at, id, the from lifecycles, then (checkLease, leaseToken) and
+ * (checkAttempt, attempt), where a check flag of 0 leaves that guard out.
+ */
+export function updateOperationSql(columns: readonly string[], fromCount: number): string {
+  // Column names come only from PATCH_COLUMNS (rows.ts), never from a caller's data.
+  const sets = [...columns.map((c) => `${c} = ?`), 'updated_at = ?'];
+  return `UPDATE readback_operations SET ${sets.join(', ')}
+    WHERE id = ? AND lifecycle IN (${placeholders(fromCount)}) AND lifecycle <> 'settled'
+      AND (? = 0 OR lease_token IS ?) AND (? = 0 OR attempt IS ?)
+    RETURNING ${OPERATION_COLUMNS}`;
+}
+
+/** Appends one event with seq = the operation's next position; runs under the write lock, so no two writers get one seq. */
+export const INSERT_EVENT = `INSERT INTO readback_events
+  (operation_id, seq, schema_version, at, type, from_lifecycle, to_lifecycle, status, actor, attempt, detail)
+  VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM readback_events WHERE operation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/** Reads an operation's event log in order (snapshot read over the primary key). */
+export const SELECT_EVENTS = `SELECT operation_id, seq, schema_version, at, type, from_lifecycle, to_lifecycle,
+  status, actor, attempt, detail FROM readback_events WHERE operation_id = ? ORDER BY seq`;
+
+/** Builds the list query for a filter (one snapshot read; no lock). Order matches the memory store: requestedAt, then id. */
+export function listSql(filter: ListFilter): { sql: string; params: SqliteValue[] } {
+  const where: string[] = [];
+  const params: SqliteValue[] = [];
+  if (filter.status !== undefined) {
+    // IS compares NULL as a value, so `status: null` finds records that have none yet.
+    where.push('status IS ?');
+    params.push(filter.status);
+  }
+  if (filter.lifecycle !== undefined) {
+    const lifecycles = Array.isArray(filter.lifecycle) ? filter.lifecycle : [filter.lifecycle];
+    where.push(`lifecycle IN (${placeholders(lifecycles.length)})`);
+    params.push(...lifecycles);
+  }
+  if (filter.action !== undefined) {
+    where.push('action = ?');
+    params.push(filter.action);
+  }
+  if (filter.runId !== undefined) {
+    where.push('run_id = ?');
+    params.push(filter.runId);
+  }
+  if (filter.dueBefore !== undefined) {
+    where.push('next_poll_at IS NOT NULL AND next_poll_at <= ?');
+    params.push(filter.dueBefore);
+  }
+  let sql = `SELECT ${OPERATION_COLUMNS} FROM readback_operations`;
+  if (where.length > 0) sql += ` WHERE ${where.join(' AND ')}`;
+  sql += ' ORDER BY requested_at, id';
+  if (filter.limit !== undefined) {
+    sql += ' LIMIT ?';
+    params.push(filter.limit);
+  }
+  return { sql, params };
+}
+
+/** The lifecycles a reconciler may claim: open ones, except those waiting for a person. */
+export const CLAIMABLE_LIFECYCLES: readonly Lifecycle[] = OPEN_LIFECYCLES.filter(
+  (l) => l !== 'awaiting_approval',
+);
+
+/**
+ * Selects up to `limit` due operations not under a live lease, in nextPollAt order; it runs first
+ * in claimDue's write transaction, so the rows it picks cannot be claimed by anyone else before
+ * CLAIM_ONE marks them. Parameters: now, now, limit.
+ */
+export const SELECT_DUE = `SELECT id FROM readback_operations
+  WHERE lifecycle IN (${CLAIMABLE_LIFECYCLES.map((l) => `'${l}'`).join(', ')})
+    AND next_poll_at IS NOT NULL AND next_poll_at <= ?
+    AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+  ORDER BY next_poll_at, requested_at, id
+  LIMIT ?`;
+
+/** Writes a lease onto one selected row, under the same write lock as SELECT_DUE. Parameters: owner, token, expiry, now, id. */
+export const CLAIM_ONE = `UPDATE readback_operations
+  SET lease_owner = ?, lease_token = ?, lease_expires_at = ?, updated_at = ?
+  WHERE id = ?
+  RETURNING ${OPERATION_COLUMNS}`;
+
+function placeholders(count: number): string {
+  return Array(count).fill('?').join(', ');
+}

@@ -1,0 +1,331 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { CliIO } from '../../src/cli/args.js';
+import { collectActions, runReconcile } from '../../src/cli/reconcile.js';
+import { openStore } from '../../src/cli/store.js';
+import type { Action } from '../../src/contract/types.js';
+import { createRunner } from '../../src/runner/runner.js';
+import { memoryStore } from '../../src/store/memory.js';
+import type { OperationStore } from '../../src/store/types.js';
+import { runCli } from './support.js';
+
+// Until src/sqlite/index.ts exists, `openStore` is pointed at memory stores registered by path.
+const HAS_SQLITE = existsSync(new URL('../../src/sqlite/index.ts', import.meta.url));
+const standIns = new Map<string, OperationStore>();
+
+vi.mock('../../src/cli/store.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/cli/store.js')>();
+  return { ...real, openStore: vi.fn(real.openStore) };
+});
+
+async function newStore(path: string): Promise<OperationStore> {
+  if (HAS_SQLITE) {
+    const { sqliteStore } = (await import(/* @vite-ignore */ '../../src/sqlite/index.js' as string)) as {
+      sqliteStore(o: { path: string }): OperationStore | Promise<OperationStore>;
+    };
+    return sqliteStore({ path });
+  }
+  const inner = memoryStore();
+  writeFileSync(path, '');
+  standIns.set(resolve(path), { ...inner, close: async () => {} });
+  return inner;
+}
+
+const SRC = (file: string) => pathToFileURL(resolve(import.meta.dirname, '../../src', file)).href;
+
+// An accepted-mode action whose provider is a JSON file next to the module: the test and the CLI's
+// runner share it, so the test can make queued work finish between the seeding run and the reconcile.
+const ACTIONS_MODULE = `
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { accepted, defineAction } from ${JSON.stringify(SRC('index.ts'))};
+import { schema } from ${JSON.stringify(SRC('testing/schema.ts'))};
+
+const STATE = new URL('./provider.json', import.meta.url);
+const read = () => (existsSync(STATE) ? JSON.parse(readFileSync(STATE, 'utf8')) : {});
+
+export const deliverNote = defineAction({
+  name: 'deliver_note',
+  description: 'Deliver a note through a file-backed provider.',
+  input: schema({ to: 'string' }),
+  target: (input) => 'note:' + input.to,
+  mode: 'accepted',
+  postcondition: 'The provider reports the note delivered.',
+  execute(input) {
+    writeFileSync(STATE, JSON.stringify({ ...read(), [input.to]: 'queued' }));
+    return accepted('job-' + input.to, { queued: input.to });
+  },
+  observe: (input) => {
+    const status = read()[input.to];
+    return status === undefined ? null : { to: input.to, status };
+  },
+  terminal: (m) => (m.status === 'queued' ? 'running' : m.status === 'delivered' ? 'succeeded' : 'failed'),
+  expect: () => ({ status: 'delivered' }),
+  safeToRepeat: true,
+  poll: { initialDelayMs: 1, maxDelayMs: 1, jitter: 0, maxDurationMs: 600000, maxReads: 50 },
+});
+
+// The same action again, in an object and an array: collected once.
+export const actions = { deliverNote };
+export default [deliverNote];
+export const notAnAction = { name: 'deliver_note' };
+`;
+
+let dir: string;
+let db: string;
+let modulePath: string;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'readback-reconcile-'));
+  db = join(dir, 'ops.db');
+  modulePath = join(dir, 'actions.mjs');
+  writeFileSync(modulePath, ACTIONS_MODULE);
+  if (!HAS_SQLITE) {
+    vi.mocked(openStore).mockImplementation(async (spec, options) => {
+      const standIn = standIns.get(resolve(spec));
+      if (standIn) return standIn;
+      const real = await vi.importActual<typeof import('../../src/cli/store.js')>('../../src/cli/store.js');
+      return real.openStore(spec, options);
+    });
+  }
+});
+
+afterEach(() => {
+  standIns.clear();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Seeds `count` pending accepted operations, then lets the provider deliver them (unless `deliver` is false). */
+async function seedPending(count: number, deliver = true): Promise<string[]> {
+  const mod = (await import(pathToFileURL(modulePath).href)) as { deliverNote: Action };
+  const store = await newStore(db);
+  const runner = createRunner({ store, actions: [mod.deliverNote] });
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const c = await runner.run(mod.deliverNote, { to: `user${i}` }, { runId: 'seed', wait: false });
+    expect(c).toMatchObject({ status: 'pending', nextAllowedAction: 'poll' });
+    ids.push(c.operationId);
+  }
+  if (HAS_SQLITE) await store.close();
+  const state = join(dir, 'provider.json');
+  if (deliver && existsSync(state)) {
+    const delivered = Object.fromEntries(
+      Object.keys(JSON.parse(readFileSync(state, 'utf8'))).map((k) => [k, 'delivered']),
+    );
+    writeFileSync(state, JSON.stringify(delivered));
+  }
+  // The seeded operations' next poll is 1 ms out; let it come due.
+  await new Promise((r) => setTimeout(r, 20));
+  return ids;
+}
+
+async function record(id: string) {
+  const { stdout } = await runCli(['ops', 'show', id, '--store', db, '--json']);
+  return JSON.parse(stdout).record as { lifecycle: string; status: string; completion: { status: string } };
+}
+
+function sink() {
+  const out: string[] = [];
+  const io: CliIO = {
+    stdout: { write: (c: string) => out.push(c) },
+    stderr: { write: (c: string) => out.push(c) },
+    env: {},
+  };
+  return { io, out: () => out.join('') };
+}
+
+describe('readback reconcile --once', () => {
+  it('settles a pending accepted operation from the store and prints the report as JSON', async () => {
+    const [id] = await seedPending(1);
+    expect(await record(id!)).toMatchObject({ lifecycle: 'accepted', status: 'pending' });
+
+    const { code, stdout, stderr } = await runCli([
+      'reconcile',
+      '--store',
+      db,
+      '--actions',
+      modulePath,
+      '--once',
+      '--json',
+    ]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout);
+    expect(report).toEqual({
+      rounds: 1,
+      claimed: 1,
+      byStatus: { verified: 1, pending: 0, failed: 0, partial: 0, no_op: 0, unknown: 0 },
+      unknownAction: 0,
+      errors: 0,
+    });
+    expect(await record(id!)).toMatchObject({
+      lifecycle: 'settled',
+      status: 'verified',
+      completion: { status: 'verified' },
+    });
+
+    // Nothing is due any more: a second pass claims nothing.
+    const again = JSON.parse(
+      (await runCli(['reconcile', '--store', db, '--actions', modulePath, '--once', '--json'])).stdout,
+    );
+    expect(again).toMatchObject({ rounds: 0, claimed: 0 });
+  });
+
+  it('prints plain progress lines off a terminal and a final summary', async () => {
+    await seedPending(3);
+    const { code, stdout } = await runCli([
+      'reconcile',
+      '--store',
+      db,
+      '--actions',
+      modulePath,
+      '--once',
+      '--concurrency',
+      '2',
+      '--lease-ms',
+      '5000',
+    ]);
+    expect(code).toBe(0);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines).toEqual([
+      'reconcile: 1 round · 2 claimed · verified 2 · failed 0 · unknown 0 · pending 0',
+      'reconcile: 2 rounds · 3 claimed · verified 3 · failed 0 · unknown 0 · pending 0',
+      'done: 2 rounds · 3 claimed · verified 3 · failed 0 · unknown 0 · pending 0',
+    ]);
+    expect(stdout).not.toContain('\r');
+  });
+
+  it('rewrites one progress line on a terminal', async () => {
+    await seedPending(2, false);
+    const { code, stdout } = await runCli(['reconcile', '--store', db, '--actions', modulePath, '--once'], {
+      tty: 100,
+    });
+    expect(code).toBe(0);
+    expect(stdout).toContain(
+      '\r\u001b[Kreconcile: 1 round · 2 claimed · verified 0 · failed 0 · unknown 0 · pending 2',
+    );
+    expect(
+      stdout.endsWith('\ndone: 1 round · 2 claimed · verified 0 · failed 0 · unknown 0 · pending 2\n'),
+    ).toBe(true);
+  });
+});
+
+describe('readback reconcile (loop)', () => {
+  it('stops on a stop request after in-flight work, closes the store and exits 0', async () => {
+    const [id] = await seedPending(1);
+    let closed = 0;
+    const actual = vi.mocked(openStore).getMockImplementation()!;
+    vi.mocked(openStore).mockImplementationOnce(async (spec, options) => {
+      const store = await actual(spec, options);
+      return {
+        ...store,
+        close: async () => {
+          closed++;
+          await store.close();
+        },
+      };
+    });
+    let stop: (() => void) | undefined;
+    let removed = false;
+    const { io, out } = sink();
+    const done = runReconcile({ flags: { store: db, actions: modulePath }, positionals: [] }, io, (s) => {
+      stop = s;
+      return () => {
+        removed = true;
+      };
+    });
+    await vi.waitFor(async () => expect(out()).toContain('reconcile: 1 round · 1 claimed · verified 1'), {
+      timeout: 5_000,
+    });
+    stop!();
+    expect(await done).toBe(0);
+    expect(removed).toBe(true);
+    expect(closed).toBe(1);
+    expect(out()).toMatch(/^reconciling .* with 1 action \(Ctrl-C stops after in-flight work\)\n/);
+    expect(out()).toContain('stopped: 1 round · 1 claimed · verified 1');
+    expect(await record(id!)).toMatchObject({ lifecycle: 'settled', status: 'verified' });
+  });
+
+  it('listens for SIGINT/SIGTERM only while it runs', async () => {
+    await seedPending(1);
+    const before = process.listenerCount('SIGTERM');
+    const beforeInt = process.listenerCount('SIGINT');
+    const run = runCli(['reconcile', '--store', db, '--actions', modulePath, '--json']);
+    await vi.waitFor(() => expect(process.listenerCount('SIGTERM')).toBe(before + 1), { timeout: 5_000 });
+    const [listener] = process.listeners('SIGTERM').slice(-1);
+    (listener as (s: NodeJS.Signals) => void)('SIGTERM');
+    const { code, stdout } = await run;
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ claimed: 1 });
+    expect(process.listenerCount('SIGTERM')).toBe(before);
+    expect(process.listenerCount('SIGINT')).toBe(beforeInt);
+  });
+});
+
+describe('readback reconcile: bad input', () => {
+  it('needs --actions, and a module that exists and exports actions', async () => {
+    await seedPending(0);
+    const none = await runCli(['reconcile', '--store', db, '--once']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("'readback reconcile' needs --actions <module>");
+
+    const missing = join(dir, 'nope.mjs');
+    const notFound = await runCli(['reconcile', '--store', db, '--actions', missing, '--once']);
+    expect(notFound.code).toBe(2);
+    expect(notFound.stderr).toContain(`actions module not found: ${missing}`);
+
+    const empty = join(dir, 'empty.mjs');
+    writeFileSync(empty, 'export const answer = 42;\nexport const config = { retries: 3 };\n');
+    const noActions = await runCli(['reconcile', '--store', db, '--actions', empty, '--once']);
+    expect(noActions.code).toBe(2);
+    expect(noActions.stderr).toContain(`actions module ${empty} exports no actions`);
+
+    const broken = join(dir, 'broken.mjs');
+    writeFileSync(broken, 'throw new Error("boom at import");\n');
+    const failed = await runCli(['reconcile', '--store', db, '--actions', broken, '--once']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain(`could not load actions module ${broken}: boom at import`);
+  });
+
+  it('refuses a missing store file without creating it, and bad numbers', async () => {
+    const missing = join(dir, 'missing.db');
+    const { code, stderr } = await runCli([
+      'reconcile',
+      '--store',
+      missing,
+      '--actions',
+      modulePath,
+      '--once',
+    ]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`no store at ${missing} (file not found)`);
+    expect(existsSync(missing)).toBe(false);
+
+    for (const flag of ['--concurrency', '--lease-ms']) {
+      const bad = await runCli(['reconcile', '--store', db, '--actions', modulePath, flag, 'lots']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(`option '${flag}' needs a whole number ≥ 1; got 'lots'`);
+    }
+    const pg = await runCli([
+      'reconcile',
+      '--store',
+      'postgresql://db/ops',
+      '--actions',
+      modulePath,
+      '--once',
+    ]);
+    expect(pg.code).toBe(2);
+    expect(pg.stderr).toContain('PostgreSQL store is not available yet (issue 4)');
+  });
+});
+
+describe('collectActions', () => {
+  it('takes actions exported directly and one level inside arrays and objects, once each', async () => {
+    const mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
+    const actions = collectActions(mod);
+    expect(actions.map((a) => a.name)).toEqual(['deliver_note']);
+    expect(collectActions({ nested: { deeper: { deliverNote: mod.deliverNote } } })).toEqual([]);
+  });
+});
