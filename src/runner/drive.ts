@@ -504,6 +504,12 @@ export class Drive {
     );
   }
 
+  /** Where this drive stands: identity and the attempt last recorded in the store. */
+  position(): Pick<Outcome, 'target' | 'operationId' | 'idempotencyKey' | 'attempt'> {
+    const r = this.record;
+    return { target: r.target, operationId: r.id, idempotencyKey: r.idempotencyKey, attempt: r.attempt };
+  }
+
   /** The stored completion of this record, or a pending one when none was decided yet. */
   current(): Promise<Completion> | Completion {
     return this.record.completion ?? this.superseded();

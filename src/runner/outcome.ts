@@ -35,6 +35,7 @@ export type RunnerCode =
   | 'awaiting_approval'
   | 'rejected_by_reviewer'
   | 'not_executed'
+  | 'store_unavailable'
   | 'transport_error';
 
 /** The facts from which one completion is formed. */

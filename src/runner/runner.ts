@@ -8,7 +8,7 @@ import { validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
-import { Drive, type FollowMode } from './drive.js';
+import { Drive } from './drive.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
@@ -166,37 +166,49 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     }
     const id = newId();
     const now = clock.now();
-    const reservation = store.reserve(
-      {
-        id,
-        action: action.name,
-        target,
-        scope,
-        fingerprint,
-        idempotencyKey: key,
-        runId: ctx.runId,
-        actor: ctx.actor ?? null,
-        input,
-        requestedAt: now,
-        nextPollAt: now + action.verifyTimeoutMs + REQUESTED_GRACE_MS,
-      },
-      {
-        type: 'reserved',
-        at: now,
-        from: null,
-        to: 'requested',
-        status: null,
-        actor: ctx.actor ?? null,
-        attempt: 0,
-      },
+    // Deferred a tick so a store that throws synchronously is handled like one that rejects.
+    const reservation = Promise.resolve().then(() =>
+      store.reserve(
+        {
+          id,
+          action: action.name,
+          target,
+          scope,
+          fingerprint,
+          idempotencyKey: key,
+          runId: ctx.runId,
+          actor: ctx.actor ?? null,
+          input,
+          requestedAt: now,
+          nextPollAt: now + action.verifyTimeoutMs + REQUESTED_GRACE_MS,
+        },
+        {
+          type: 'reserved',
+          at: now,
+          from: null,
+          to: 'requested',
+          status: null,
+          actor: ctx.actor ?? null,
+          attempt: 0,
+        },
+      ),
     );
-    const done = reservation.then(({ record, created }) => {
-      if (record.fingerprint !== fingerprint) return conflict(action as AnyAction, target, key, record.id);
-      if (!created) return resume(record, { signal, wait: ctx.wait !== false, actor: ctx.actor });
-      const drive = new Drive(env, action as AnyAction, record, { signal, actor: ctx.actor });
-      drive.runWait = ctx.wait !== false;
-      return drive.start();
-    });
+    const done = reservation.then(
+      ({ record, created }) => {
+        if (record.fingerprint !== fingerprint) return conflict(action as AnyAction, target, key, record.id);
+        if (!created) return resume(record, { signal, wait: ctx.wait !== false, actor: ctx.actor });
+        const drive = new Drive(env, action as AnyAction, record, { signal, actor: ctx.actor });
+        drive.runWait = ctx.wait !== false;
+        return drive.start().catch((error) => storeFailure(error, action as AnyAction, drive.position()));
+      },
+      (error) =>
+        storeFailure(error, action as AnyAction, {
+          target,
+          operationId: id,
+          idempotencyKey: key,
+          attempt: 0,
+        }),
+    );
     return track(id, key, fingerprint, done);
   }
 
@@ -214,8 +226,36 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const drive = new Drive(env, action, record, { signal: opts.signal, actor: opts.actor });
     drive.runWait = opts.wait;
     // A duplicate run never re-executes open work: it only reads it back.
-    const follow: FollowMode = opts.wait ? 'wait' : 'once';
-    return track(record.id, undefined, record.fingerprint, drive.advance(follow));
+    const advanced = drive.advance(opts.wait ? 'wait' : 'once');
+    return track(
+      record.id,
+      undefined,
+      record.fingerprint,
+      advanced.catch((error) => storeFailure(error, action, drive.position())),
+    );
+  }
+
+  /** A store write failed: misuse still throws; otherwise the honest answer depends on whether execute ran. */
+  function storeFailure(
+    error: unknown,
+    action: AnyAction,
+    at: Pick<Outcome, 'target' | 'operationId' | 'idempotencyKey' | 'attempt'>,
+  ): Completion {
+    if (error instanceof ReadbackError && error.code !== 'store_conflict') throw error;
+    const nothingExecuted = at.attempt === 0;
+    return toCompletion(
+      {
+        ...at,
+        nothingExecuted,
+        // Before execute nothing happened: a plain failure. After it the effect may have landed: unknown,
+        // and the record (left open) is due for a reconciler to read back once the store works again.
+        status: nothingExecuted ? 'failed' : 'unknown',
+        errorCode: 'store_unavailable',
+        reason: `the operation store failed: ${describeError(error)}`,
+        next: nothingExecuted ? 'retry' : 'ask_user',
+      },
+      action,
+    );
   }
 
   async function poll(operationId: string, options: PollOptions = {}): Promise<Completion> {
@@ -223,7 +263,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     if (!record)
       throw new ReadbackError('unknown_operation', `no operation has id "${operationId}"`, 'operationId');
     return resume(record, {
-      signal: options.signal ?? new AbortController().signal,
+      signal: options.signal ?? NEVER_ABORTED,
       wait: options.wait === true,
       actor: options.actor,
     });

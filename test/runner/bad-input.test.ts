@@ -408,9 +408,49 @@ describe('a drive that throws', () => {
     });
     const runner = createRunner({ store: flaky, clock: new FakeClock() });
     const { result, unhandled } = await settleCatchingUnhandled(() => runner.run(action, {}, ctx));
-    // Whether a store outage rejects run() or resolves to a completion, the caller sees it exactly once.
-    expect(result.status).toBe('rejected');
+    // A store outage after execute is an outcome: unknown (the effect may have landed), seen exactly once.
+    expect(result.status).toBe('fulfilled');
+    const c = (result as PromiseFulfilledResult<Completion>).value;
+    expect(c).toMatchObject({ status: 'unknown', errorCode: 'store_unavailable', attempt: 1 });
+    expect(c.reason).toContain('store down');
     expect(unhandled).toEqual([]);
+  });
+
+  it('a store that cannot reserve: failed / store_unavailable, and execute never runs', async () => {
+    const store = memoryStore();
+    const broken: OperationStore = {
+      ...store,
+      reserve: () =>
+        Promise.reject(
+          Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' }),
+        ),
+    };
+    let executed = 0;
+    const { action } = harness({
+      execute: async () => {
+        executed++;
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ store: broken, clock: new FakeClock() });
+    const c = await runner.run(action, {}, ctx);
+    expect(c).toMatchObject({
+      status: 'failed',
+      errorCode: 'store_unavailable',
+      nextAllowedAction: 'retry',
+      safeToRepeat: true,
+    });
+    expect(c.reason).toContain('SQLITE_READONLY');
+    expect(executed).toBe(0);
+  });
+
+  it('a closed store is misuse and still throws', async () => {
+    const store = memoryStore();
+    await store.close();
+    const { action } = harness({});
+    await expect(createRunner({ store, clock: new FakeClock() }).run(action, {}, ctx)).rejects.toMatchObject({
+      code: 'store_closed',
+    });
   });
 });
 

@@ -134,9 +134,12 @@ describe('reconcile', () => {
       id = result.record.id;
       throw new Error('killed');
     };
-    await expect(
-      before.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx),
-    ).rejects.toThrow('killed');
+    const died = await before.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    expect(died).toMatchObject({
+      status: 'failed',
+      errorCode: 'store_unavailable',
+      nextAllowedAction: 'retry',
+    });
     store.reserve = reserved;
 
     hd.clock.advance(60_000);
