@@ -349,13 +349,14 @@ export function storeConformance(
     }),
 
     test('claimDue leases due records in nextPollAt order with fresh tokens', async (store) => {
-      for (const [n, due] of [
-        [1, 30],
-        [2, 10],
-        [3, 20],
+      // Request order (3, 1, 2) differs from due order (2, 3, 1), so a store sorting by the wrong field fails.
+      for (const [n, due, requested] of [
+        [1, 30, 2],
+        [2, 10, 3],
+        [3, 20, 1],
       ] as const) {
-        await reserve(store, n);
-        await move(store, `op-${n}`, 'running', T0 + 1, { nextPollAt: T0 + due });
+        await reserve(store, n, { requestedAt: T0 + requested });
+        await move(store, `op-${n}`, 'running', T0 + 5, { nextPollAt: T0 + due });
       }
       const now = T0 + 100;
       const claims = await store.claimDue(2, 1_000, 'worker-1', now);
