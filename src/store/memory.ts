@@ -2,12 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { clonePlain } from '../canonical.js';
 import { ReadbackError } from '../errors.js';
 import {
+  IDENTITY_FIELDS,
+  LIFECYCLES,
+  newRecord,
+  requirePositiveInt,
+  requireString,
+  requireTime,
+} from './records.js';
+import {
   type Claim,
   type Lifecycle,
   type ListFilter,
   type NewEvent,
   type NewOperation,
-  OPEN_LIFECYCLES,
   type OperationEvent,
   type OperationRecord,
   type OperationStore,
@@ -18,9 +25,6 @@ interface Entry {
   record: OperationRecord;
   events: OperationEvent[];
 }
-
-const LIFECYCLES: readonly Lifecycle[] = [...OPEN_LIFECYCLES, 'settled'];
-const IDENTITY_FIELDS = ['id', 'idempotencyKey', 'fingerprint', 'schemaVersion'] as const;
 
 /** An in-process `OperationStore` for tests and single-process use; it holds the contract every backend passes. */
 export function memoryStore(): OperationStore {
@@ -66,35 +70,7 @@ export function memoryStore(): OperationStore {
       }
 
       const input = clonePlain(op);
-      const record: OperationRecord = {
-        schemaVersion: RECORD_SCHEMA_VERSION,
-        id: input.id,
-        action: input.action,
-        target: input.target,
-        scope: input.scope,
-        fingerprint: input.fingerprint,
-        idempotencyKey: input.idempotencyKey,
-        runId: input.runId,
-        actor: input.actor ?? null,
-        input: input.input,
-        attempt: 0,
-        lifecycle: 'requested',
-        status: null,
-        requestedAt: input.requestedAt,
-        updatedAt: input.requestedAt,
-        executedAt: null,
-        inFlightUntil: null,
-        acceptedAt: null,
-        lastObservedAt: null,
-        nextPollAt: input.nextPollAt ?? null,
-        reads: 0,
-        providerRef: null,
-        baseline: null,
-        completion: null,
-        leaseOwner: null,
-        leaseToken: null,
-        leaseExpiresAt: null,
-      };
+      const record = newRecord(input);
       const entry: Entry = { record, events: [] };
       append(entry, event, null, 'requested');
       byId.set(record.id, entry);
@@ -242,22 +218,4 @@ export function memoryStore(): OperationStore {
 
 function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function requireString(value: unknown, field: string): void {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new ReadbackError('invalid_options', 'must be a non-empty string', field);
-  }
-}
-
-function requireTime(value: unknown, field: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new ReadbackError('invalid_options', 'must be a finite number of milliseconds', field);
-  }
-}
-
-function requirePositiveInt(value: unknown, field: string): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    throw new ReadbackError('invalid_options', 'must be a positive integer', field);
-  }
 }
