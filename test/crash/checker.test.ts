@@ -1,0 +1,68 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRunner, memoryStore } from '../../src/index.js';
+import { type CrashOp, crashActions } from './actions.js';
+import { checkLane } from './checker.js';
+import { Target } from './target.js';
+
+// The checker must be able to fail: each case breaks one invariant by hand and expects it named.
+const root = mkdtempSync(join(tmpdir(), 'readback-checker-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+
+async function setup() {
+  const target = await Target.open(join(root, `t-${n++}`, 'target.db'));
+  const store = memoryStore();
+  const actions = crashActions(target);
+  const runner = createRunner({ store, actions: actions.all });
+  return { target, store, actions, runner };
+}
+
+describe('the crash checker', () => {
+  it('passes a clean run', async () => {
+    const { target, store, actions, runner } = await setup();
+    const ops: CrashOp[] = [
+      { kind: 'bump', key: 'b' },
+      { kind: 'ledger', key: 'l', amount: 3 },
+    ];
+    for (const op of ops)
+      expect((await runner.run(actions.byKind[op.kind], op, { runId: 'r' })).status).toBe('verified');
+    expect((await checkLane(store, target, ops)).violations).toEqual([]);
+    target.close();
+  });
+
+  it('flags a not-safe-to-repeat effect applied twice, and an effect with no record', async () => {
+    const { target, store, actions, runner } = await setup();
+    const ops: CrashOp[] = [
+      { kind: 'bump', key: 'b' },
+      { kind: 'bump', key: 'ghost' },
+    ];
+    await runner.run(actions.bump, ops[0], { runId: 'r' });
+    target.bump('b', 1);
+    target.bump('ghost', 1);
+    const { violations } = await checkLane(store, target, ops);
+    expect(violations).toContainEqual(
+      expect.stringMatching(/b \(bump\): not-safe-to-repeat effect applied 2 times/),
+    );
+    expect(violations).toContainEqual(expect.stringMatching(/b \(bump\): one attempt executed twice/));
+    expect(violations).toContainEqual(
+      expect.stringMatching(/ghost \(bump\): 1 effect\(s\) but no operation record/),
+    );
+    target.close();
+  });
+
+  it('flags a record still open and an effect before its executing event', async () => {
+    const { target, store, actions, runner } = await setup();
+    const op: CrashOp = { kind: 'job', key: 'j', durationMs: 5_000, outcome: 'succeeded' };
+    target.enqueue('j', 5_000, 'succeeded', 1);
+    // A clear gap, so the hand-made effect is strictly earlier than the run's executing event.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await runner.run(actions.job, op, { runId: 'r', wait: false });
+    const { violations } = await checkLane(store, target, [op]);
+    expect(violations).toContainEqual(expect.stringMatching(/j \(job\): still open: lifecycle accepted/));
+    expect(violations).toContainEqual(expect.stringMatching(/precedes its executing event/));
+    target.close();
+  });
+});
