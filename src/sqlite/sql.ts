@@ -14,6 +14,12 @@ export const BEGIN = 'BEGIN IMMEDIATE';
 export const COMMIT = 'COMMIT';
 /** Undoes the transaction and releases the write lock. */
 export const ROLLBACK = 'ROLLBACK';
+/** Opens a group-commit batch's nested scope for one write, so that write can be undone alone. */
+export const SAVEPOINT = 'SAVEPOINT readback_write';
+/** Keeps one write's changes in the batch's transaction (they are durable only at its COMMIT). */
+export const RELEASE = 'RELEASE readback_write';
+/** Undoes one failed write inside a batch and leaves the rest of the transaction open. */
+export const ROLLBACK_TO = 'ROLLBACK TO readback_write';
 
 const OPERATION_COLUMNS = `id, schema_version, action, target, scope, fingerprint, idempotency_key, run_id,
   actor, input, attempt, lifecycle, status, requested_at, updated_at, executed_at, in_flight_until,
@@ -23,12 +29,23 @@ const OPERATION_COLUMNS = `id, schema_version, action, target, scope, fingerprin
 /** Reads one operation by id (snapshot read; inside reserve/transition it runs under the write lock). */
 export const SELECT_BY_ID = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE id = ?`;
 
+/**
+ * Reads what a transition checks before its UPDATE (the identity fields and the lifecycle the event
+ * starts from), without the JSON columns a full record would make us parse. Runs under the write lock.
+ */
+export const SELECT_IDENTITY = `SELECT id, schema_version, idempotency_key, fingerprint, lifecycle
+  FROM readback_operations WHERE id = ?`;
+
 /** Reads one operation by idempotency key through the unique index (snapshot read, or under the write lock in reserve). */
 export const SELECT_BY_KEY = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE idempotency_key = ?`;
 
 /** Inserts a reserved operation; runs under the write lock after reserve found neither its key nor its id. */
 export const INSERT_OPERATION = `INSERT INTO readback_operations (${OPERATION_COLUMNS})
   VALUES (${placeholders(OPERATION_COLUMNS.split(',').length)})`;
+
+/** INSERT_OPERATION returning the stored row, so reserve answers with what SQLite kept without a second read. */
+export const INSERT_OPERATION_RETURNING = `${INSERT_OPERATION}
+  RETURNING ${OPERATION_COLUMNS}`;
 
 /**
  * Builds the compare-and-set UPDATE for a transition: it writes `columns` only when the row is

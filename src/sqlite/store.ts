@@ -1,12 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
+  IDENTITY_FIELDS,
+  LIFECYCLES,
+  newRecord,
+  requirePositiveInt,
+  requireString,
+  requireTime,
+} from '../store/records.js';
+import {
   type Claim,
   type Lifecycle,
   type ListFilter,
   type NewEvent,
   type NewOperation,
-  OPEN_LIFECYCLES,
   type OperationRecord,
   type OperationStore,
   RECORD_SCHEMA_VERSION,
@@ -27,17 +34,19 @@ import {
   CLAIM_ONE,
   COMMIT,
   INSERT_EVENT,
-  INSERT_OPERATION,
+  INSERT_OPERATION_RETURNING,
   listSql,
+  RELEASE,
+  ROLLBACK_TO,
+  SAVEPOINT,
   SELECT_BY_ID,
   SELECT_BY_KEY,
   SELECT_DUE,
   SELECT_EVENTS,
+  SELECT_IDENTITY,
   updateOperationSql,
 } from './sql.js';
 
-const LIFECYCLES: readonly Lifecycle[] = [...OPEN_LIFECYCLES, 'settled'];
-const IDENTITY_FIELDS = ['id', 'idempotencyKey', 'fingerprint', 'schemaVersion'] as const;
 const MAX_CACHED_STATEMENTS = 256;
 
 /** What the store needs besides the handle: whether it owns (and so closes) the connection. */
@@ -46,14 +55,41 @@ export interface StoreBinding {
   owned: boolean;
   /** Names the store in error messages ("sqlite store at .readback/ops.db"). */
   label: string;
+  /** Coalesce concurrent writes into shared transactions (default true); see `SqliteStoreOptions.groupCommit`. */
+  groupCommit?: boolean;
 }
 
+/** A write waiting for the next group commit, with the callbacks of the promise its caller holds. */
+interface PendingWrite {
+  body: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** What SELECT_IDENTITY returns. */
+interface IdentityRow {
+  id: string;
+  schema_version: number | bigint;
+  idempotency_key: string;
+  fingerprint: string;
+  lifecycle: string;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 /**
- * The `OperationStore` over a prepared SQLite connection. Every method runs its SQL synchronously
- * (both drivers are synchronous), so calls on one connection never interleave; writes take
- * BEGIN IMMEDIATE so calls from other connections and processes serialize on the file's write lock.
+ * The `OperationStore` over a prepared SQLite connection. Both drivers are synchronous, so SQL on
+ * one connection never interleaves; writes take BEGIN IMMEDIATE so calls from other connections and
+ * processes serialize on the file's write lock.
+ *
+ * Group commit (the default): a write (`reserve`, `transition`, `claimDue`) is queued, and one flush
+ * on the next macrotask (`setImmediate`) runs every queued write in a single transaction, each in its
+ * own SAVEPOINT, in the order they were called. A write that throws is rolled back to its savepoint and
+ * rejects alone; the others see exactly what sequential execution in queue order gives them. Nothing
+ * resolves before the COMMIT returns, so an acknowledged write is as durable as `durability` promises;
+ * if BEGIN or COMMIT fails, every write of that batch rejects and none of them is on disk.
  */
-export function createSqliteStore({ db, owned, label }: StoreBinding): OperationStore {
+export function createSqliteStore({ db, owned, label, groupCommit = true }: StoreBinding): OperationStore {
   let closed = false;
   // Prepared once per SQL text: the dynamic UPDATE and list shapes repeat, and preparing is the
   // costliest part of a small statement.
@@ -73,15 +109,20 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
     if (closed) throw new ReadbackError('store_closed', `${label} is closed; cannot ${method}`);
   };
 
-  const write = <T>(body: () => T): T => {
-    // Our BEGIN would fail inside a caller's transaction, and nesting would also make our records
-    // only as durable as the caller's eventual COMMIT; a record must be on disk before execute runs.
+  // Our BEGIN would fail inside a caller's transaction, and nesting would also make our records
+  // only as durable as the caller's eventual COMMIT; a record must be on disk before execute runs.
+  const requireOwnTransaction = () => {
     if (db.inTransaction === true || db.isTransaction === true) {
       throw new ReadbackError(
         'store_conflict',
         `${label}: the database handle is inside a transaction; readback commits its own records`,
       );
     }
+  };
+
+  // One transaction per write: what `groupCommit: false` runs, synchronously inside the call.
+  const writeNow = <T>(body: () => T): T => {
+    requireOwnTransaction();
     stmt(BEGIN).run();
     try {
       const result = body();
@@ -91,6 +132,78 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
       rollbackQuietly(db);
       throw error;
     }
+  };
+
+  let queue: PendingWrite[] = [];
+  let flushScheduled = false;
+
+  // Runs every queued write in one transaction. Synchronous from BEGIN to the last settle, so no read
+  // or write of this connection can land in the middle of a batch.
+  const flush = () => {
+    flushScheduled = false;
+    const batch = queue;
+    queue = [];
+    if (batch.length === 0) return;
+    const outcomes: Outcome[] = [];
+    try {
+      requireOwnTransaction();
+      stmt(BEGIN).run();
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    try {
+      if (batch.length === 1) {
+        // Alone in its transaction, a write needs no savepoint: a failure rolls the whole thing back.
+        try {
+          outcomes.push({ ok: true, value: batch[0]!.body() });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      } else {
+        for (const write of batch) {
+          stmt(SAVEPOINT).run();
+          try {
+            const value = write.body();
+            stmt(RELEASE).run();
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            try {
+              stmt(ROLLBACK_TO).run();
+              stmt(RELEASE).run();
+            } catch {
+              // SQLite ended the whole transaction itself (SQLITE_FULL, SQLITE_IOERR): the writes
+              // before this one are gone too, so the batch fails with the error that caused it.
+              throw error;
+            }
+            outcomes.push({ ok: false, error });
+          }
+        }
+      }
+      if (outcomes.some((o) => o.ok)) stmt(COMMIT).run();
+      else rollbackQuietly(db);
+    } catch (error) {
+      rollbackQuietly(db);
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    // Only now, after COMMIT returned, is any write acknowledged.
+    batch.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(outcome.error);
+    });
+  };
+
+  const write = <T>(body: () => T): Promise<T> => {
+    if (!groupCommit) return Promise.resolve(writeNow(body));
+    return new Promise<T>((resolve, reject) => {
+      queue.push({ body, resolve: resolve as (value: unknown) => void, reject });
+      if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
+    });
   };
 
   const rowById = (id: string) => stmt(SELECT_BY_ID).get(id) as OperationRow | undefined;
@@ -114,8 +227,11 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
 
       // Records are never deleted, so a key found without the lock is final: a repeated request
       // (the common retry) answers from a snapshot read and never waits for the writer.
-      const known = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
-      if (known !== undefined) return { record: recordFromRow(known), created: false };
+      // Only with no write queued, though: a queued transition of that record must show in the answer.
+      if (queue.length === 0) {
+        const known = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
+        if (known !== undefined) return { record: recordFromRow(known), created: false };
+      }
 
       return write(() => {
         // Checked again under the write lock: another connection may have reserved the key since.
@@ -128,40 +244,12 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
             'op.id',
           );
         }
-        const record: OperationRecord = {
-          schemaVersion: RECORD_SCHEMA_VERSION,
-          id: op.id,
-          action: op.action,
-          target: op.target,
-          scope: op.scope,
-          fingerprint: op.fingerprint,
-          idempotencyKey: op.idempotencyKey,
-          runId: op.runId,
-          actor: op.actor ?? null,
-          input: op.input,
-          attempt: 0,
-          lifecycle: 'requested',
-          status: null,
-          requestedAt: op.requestedAt,
-          updatedAt: op.requestedAt,
-          executedAt: null,
-          inFlightUntil: null,
-          acceptedAt: null,
-          lastObservedAt: null,
-          nextPollAt: null,
-          reads: 0,
-          providerRef: null,
-          baseline: null,
-          completion: null,
-          leaseOwner: null,
-          leaseToken: null,
-          leaseExpiresAt: null,
-        };
-        stmt(INSERT_OPERATION).run(...recordParams(record));
+        const record = newRecord(op);
+        // Answer with the row SQLite stored rather than echo the caller's objects: the result is then
+        // a copy by construction and shows exactly what JSON kept.
+        const stored = stmt(INSERT_OPERATION_RETURNING).get(...recordParams(record)) as OperationRow;
         appendEvent(record, event, null, 'requested');
-        // Read back what was stored rather than echo the caller's objects: the result is then a
-        // copy by construction and shows exactly what JSON kept.
-        return { record: recordFromRow(rowById(op.id)!), created: true };
+        return { record: recordFromRow(stored), created: true };
       });
     },
 
@@ -181,9 +269,15 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
       return write(() => {
         // Read under the write lock: the identity check and the event's `from` need the current row,
         // and nothing can change it between this read and the UPDATE below.
-        const currentRow = rowById(id);
-        if (currentRow === undefined) return null;
-        const current = recordFromRow(currentRow);
+        const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
+        if (row === undefined) return null;
+        const current = {
+          id: row.id,
+          schemaVersion: Number(row.schema_version),
+          idempotencyKey: row.idempotency_key,
+          fingerprint: row.fingerprint,
+          lifecycle: row.lifecycle as Lifecycle,
+        };
         // The type forbids identity fields, but a spread record can still carry them at run time.
         for (const field of IDENTITY_FIELDS) {
           const value = (patch as Partial<OperationRecord>)[field];
@@ -207,10 +301,12 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
           guard.attempt === undefined ? 0 : 1,
           guard.attempt ?? null,
         ];
-        const row = stmt(updateOperationSql(columns, from.length)).get(...params) as OperationRow | undefined;
+        const updated = stmt(updateOperationSql(columns, from.length)).get(...params) as
+          | OperationRow
+          | undefined;
         // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
-        if (row === undefined) return null;
-        const next = recordFromRow(row);
+        if (updated === undefined) return null;
+        const next = recordFromRow(updated);
         appendEvent(next, event, current.lifecycle, next.lifecycle);
         return next;
       });
@@ -285,29 +381,13 @@ export function createSqliteStore({ db, owned, label }: StoreBinding): Operation
       // Closing twice is harmless, so shutdown paths need no bookkeeping of their own.
       if (closed) return;
       closed = true;
+      // Writes called before close still commit, and their callers hear how it went.
+      flush();
       statements.clear();
       // Whoever opened the connection closes it: a handle the caller passed in stays open.
       if (owned) db.close();
     },
   };
-}
-
-function requireString(value: unknown, field: string): void {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new ReadbackError('invalid_options', 'must be a non-empty string', field);
-  }
-}
-
-function requireTime(value: unknown, field: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new ReadbackError('invalid_options', 'must be a finite number of milliseconds', field);
-  }
-}
-
-function requirePositiveInt(value: unknown, field: string): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    throw new ReadbackError('invalid_options', 'must be a positive integer', field);
-  }
 }
 
 // The memory store keeps whatever an event holds; these columns are NOT NULL, so say which field

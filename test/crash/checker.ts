@@ -78,9 +78,8 @@ export async function checkLane(store: OperationStore, target: Target, ops: Cras
       if (Date.now() < since + TIMING.poll.maxDurationMs) bad('unknown before its poll budget ran out');
     } else if (record.lifecycle === 'requested') {
       // A crash right after reserve: a reconciler past the reserve grace settles it failed/not_executed and
-      // leaves it re-runnable. Today the SQLite store drops reserve's nextPollAt, so no reconciler ever
-      // claims it and it stays untouched (status none); reserve-grace.test.ts pins that bug. Either way
-      // nothing may have executed.
+      // leaves it re-runnable. A record nobody ever claimed counts as unswept, which the test requires to be 0.
+      // Either way nothing may have executed.
       if (record.status === null && record.completion === null && record.attempt === 0) unswept++;
       else if (record.attempt !== 0 || record.status !== 'failed' || code !== 'not_executed') {
         bad(`left in requested as ${outcomes.get(op.key)}, attempt ${record.attempt}`);

@@ -55,11 +55,9 @@ describe('a crash right after reserve', () => {
     target.close();
   });
 
-  // Known bug: the SQLite store ignores NewOperation.nextPollAt on reserve. Input: a run reserved on
-  // sqliteStore whose process dies before moving to executing. Expected: nextPollAt = requestedAt +
-  // verifyTimeoutMs + 30 s, and a reconciler after that claims it (failed/not_executed). Actual:
-  // nextPollAt is null, reconcile claims 0, the record stays requested with status null.
-  it.fails('SQLite store: the record is due after the reserve grace and settles failed/not_executed', async () => {
+  // Regression: the SQLite store once dropped NewOperation.nextPollAt on reserve, so a run that died right
+  // after reserving was never claimed by any reconciler.
+  it('SQLite store: the record is due after the reserve grace and settles failed/not_executed', async () => {
     const store = await sqliteStore({ path: join(root, 'sqlite', 'ops.db') });
     const target = await Target.open(join(root, 'sqlite', 'target.db'));
     try {
