@@ -1,0 +1,131 @@
+import { strict as assert } from 'node:assert';
+import { type CaseBody, ev, move, type Patch, reserve, T0 } from './support.js';
+
+/** Claims with lease tokens. */
+export const claimsCases: CaseBody[] = [
+  [
+    'claimDue leases due records in nextPollAt order with fresh tokens',
+    async (store) => {
+      // Request order (3, 1, 2) differs from due order (2, 3, 1), so a store sorting by the wrong field fails.
+      for (const [n, due, requested] of [
+        [1, 30, 2],
+        [2, 10, 3],
+        [3, 20, 1],
+      ] as const) {
+        await reserve(store, n, { requestedAt: T0 + requested });
+        await move(store, `op-${n}`, 'running', T0 + 5, { nextPollAt: T0 + due });
+      }
+      const now = T0 + 100;
+      const claims = await store.claimDue(2, 1_000, 'worker-1', now);
+      assert.deepEqual(
+        claims.map((c) => c.record.id),
+        ['op-2', 'op-3'],
+      );
+      assert.notEqual(claims[0]!.leaseToken, claims[1]!.leaseToken);
+      for (const claim of claims) {
+        assert.equal(typeof claim.leaseToken, 'string');
+        assert.ok(claim.leaseToken.length > 0);
+        assert.equal(claim.leaseExpiresAt, now + 1_000);
+        assert.equal(claim.record.leaseOwner, 'worker-1');
+        assert.equal(claim.record.leaseToken, claim.leaseToken);
+        assert.equal(claim.record.leaseExpiresAt, now + 1_000);
+        assert.equal(claim.record.lifecycle, 'running');
+        assert.deepEqual(await store.get(claim.record.id), claim.record);
+        const last = (await store.events(claim.record.id)).at(-1)!;
+        assert.equal(last.type, 'claimed');
+        assert.equal(last.seq, 3);
+      }
+      assert.equal((await store.get('op-1'))?.leaseOwner, null);
+    },
+  ],
+
+  [
+    'claimDue skips records not due, awaiting approval, settled or under a live lease',
+    async (store) => {
+      for (const n of [1, 2, 3, 4, 5]) await reserve(store, n);
+      await move(store, 'op-1', 'running', T0 + 1, { nextPollAt: T0 + 500 });
+      await move(store, 'op-2', 'awaiting_approval', T0 + 1, { nextPollAt: T0 });
+      await move(store, 'op-3', 'settled', T0 + 1, { nextPollAt: T0, status: 'verified' });
+      await move(store, 'op-4', 'timed_out', T0 + 1, { nextPollAt: T0 + 100 });
+      // op-5 stays requested with no nextPollAt: nothing has scheduled it.
+      const now = T0 + 100;
+      assert.deepEqual(
+        (await store.claimDue(10, 1_000, 'worker-1', now)).map((c) => c.record.id),
+        ['op-4'],
+      );
+      assert.deepEqual(await store.claimDue(10, 1_000, 'worker-2', now + 1), []);
+      assert.equal((await store.events('op-2')).length, 2);
+    },
+  ],
+
+  [
+    'two owners never both hold a live lease on one record',
+    async (store) => {
+      for (const n of [1, 2, 3, 4]) {
+        await reserve(store, n);
+        await move(store, `op-${n}`, 'running', T0 + 1, { nextPollAt: T0 + 10 });
+      }
+      const now = T0 + 50;
+      const [a, b] = await Promise.all([
+        store.claimDue(10, 1_000, 'worker-a', now),
+        store.claimDue(10, 1_000, 'worker-b', now),
+      ]);
+      const claimed = [...a, ...b].map((c) => c.record.id).sort();
+      assert.deepEqual(claimed, ['op-1', 'op-2', 'op-3', 'op-4']);
+      assert.deepEqual(await store.claimDue(10, 1_000, 'worker-c', now + 999), []);
+    },
+  ],
+
+  [
+    'a lapsed lease can be re-claimed and the old token can no longer write',
+    async (store) => {
+      await reserve(store, 1);
+      await move(store, 'op-1', 'running', T0 + 1, { nextPollAt: T0 + 10 });
+      const [first] = await store.claimDue(1, 1_000, 'worker-a', T0 + 10);
+      assert.ok(first);
+      const [second] = await store.claimDue(1, 1_000, 'worker-b', first.leaseExpiresAt);
+      assert.ok(second, 'a lease is lapsed once now reaches leaseExpiresAt');
+      assert.equal(second.record.leaseOwner, 'worker-b');
+      assert.notEqual(second.leaseToken, first.leaseToken);
+      const patch: Patch = { lifecycle: 'settled', status: 'verified' };
+      const at = T0 + 2_000;
+      assert.equal(
+        await store.transition('op-1', ['running'], patch, ev('x', at), { leaseToken: first.leaseToken }),
+        null,
+      );
+      assert.equal(
+        await store.transition('op-1', ['running'], patch, ev('x', at), { leaseToken: 'not-a-token' }),
+        null,
+      );
+      const done = await store.transition('op-1', ['running'], patch, ev('x', at), {
+        leaseToken: second.leaseToken,
+      });
+      assert.equal(done?.status, 'verified');
+      assert.deepEqual(
+        (await store.events('op-1')).map((e) => e.type),
+        ['reserved', 'running', 'claimed', 'claimed', 'x'],
+      );
+    },
+  ],
+
+  [
+    'a lease token guards only the writes that present one',
+    async (store) => {
+      await reserve(store, 1);
+      assert.equal(
+        await store.transition('op-1', ['requested'], { reads: 1 }, ev('x'), { leaseToken: 'no-lease-yet' }),
+        null,
+      );
+      await move(store, 'op-1', 'running', T0 + 1, { nextPollAt: T0 + 10 });
+      const [claim] = await store.claimDue(1, 1_000, 'worker-a', T0 + 10);
+      assert.ok(claim);
+      const leased = await store.transition('op-1', ['running'], { reads: 1 }, ev('obs', T0 + 11), {
+        leaseToken: claim.leaseToken,
+      });
+      assert.equal(leased?.reads, 1);
+      assert.equal(leased?.leaseToken, claim.leaseToken);
+      const foreground = await store.transition('op-1', ['running'], { reads: 2 }, ev('obs', T0 + 12));
+      assert.equal(foreground?.reads, 2);
+    },
+  ],
+];
