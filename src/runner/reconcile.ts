@@ -30,7 +30,10 @@ export interface ReconcileOptions {
 export interface ReconcileReport {
   rounds: number;
   claimed: number;
-  /** Completions reached, by status (pending/unknown ones stay open for a later pass). */
+  /**
+   * Outcomes of each drive, by status. Settled statuses count operations; `pending`/`unknown` count drives,
+   * so in loop mode an operation re-polled four times while still queued adds four to `pending`.
+   */
   byStatus: Record<Status, number>;
   /** Claimed records whose action this process does not know; left for a reconciler that does. */
   unknownAction: number;
