@@ -1,0 +1,154 @@
+import { ReadbackError } from '../errors.js';
+import type { PgQueryable } from './driver.js';
+import { type Tables, tablesIn } from './sql.js';
+
+/** One step of the database schema: statements applied once, in order, in the migration's transaction. */
+export interface Migration {
+  version: number;
+  name: string;
+  statements: (t: Tables) => string[];
+}
+
+/** The schema, oldest first. Never edit a released step; add a new one. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'operations and events',
+    statements: (t) => [
+      // JSON columns are jsonb (SQL NULL stands for JSON null); times are bigint milliseconds.
+      // ids and keys use the "C" collation so ORDER BY id matches the memory store's code-unit order.
+      `CREATE TABLE ${t.operations} (
+        id text COLLATE "C" PRIMARY KEY,
+        schema_version integer NOT NULL,
+        action text NOT NULL,
+        target text NOT NULL,
+        scope jsonb NOT NULL,
+        fingerprint text NOT NULL,
+        idempotency_key text COLLATE "C" NOT NULL,
+        run_id text NOT NULL,
+        actor text,
+        input jsonb,
+        attempt integer NOT NULL,
+        lifecycle text NOT NULL,
+        status text,
+        requested_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        executed_at bigint,
+        in_flight_until bigint,
+        accepted_at bigint,
+        last_observed_at bigint,
+        next_poll_at bigint,
+        reads integer NOT NULL,
+        provider_ref jsonb,
+        baseline jsonb,
+        completion jsonb,
+        lease_owner text,
+        lease_token text,
+        lease_expires_at bigint,
+        -- The seq of the operation's last event: bumped by the UPDATE that appends the next one, so
+        -- the row lock that UPDATE takes is what makes seq assignment atomic across processes.
+        event_seq integer NOT NULL DEFAULT 0
+      )`,
+      // The idempotency constraint is what makes reserve exactly-once across connections and processes.
+      `ALTER TABLE ${t.operations} ADD CONSTRAINT operations_idempotency_key UNIQUE (idempotency_key)`,
+      `CREATE INDEX operations_status ON ${t.operations} (status)`,
+      // claimDue and list({ dueBefore }) walk open lifecycles in next_poll_at order.
+      `CREATE INDEX operations_due ON ${t.operations} (next_poll_at, requested_at, id) WHERE lifecycle NOT IN ('settled', 'awaiting_approval')`,
+      `CREATE INDEX operations_action ON ${t.operations} (action)`,
+      `CREATE INDEX operations_run_id ON ${t.operations} (run_id)`,
+      `CREATE INDEX operations_requested ON ${t.operations} (requested_at, id)`,
+      // No FOREIGN KEY: its check would take a KEY SHARE lock on the operation row (making claimers skip
+      // it) and cost a lookup per event; the store only appends an event in the statement that wrote its operation.
+      `CREATE TABLE ${t.events} (
+        operation_id text COLLATE "C" NOT NULL,
+        seq integer NOT NULL,
+        schema_version integer NOT NULL,
+        at bigint NOT NULL,
+        type text NOT NULL,
+        from_lifecycle text,
+        to_lifecycle text,
+        status text,
+        actor text,
+        attempt integer NOT NULL,
+        detail jsonb,
+        PRIMARY KEY (operation_id, seq)
+      )`,
+    ],
+  },
+];
+
+/** The database schema version this code writes; a schema with a newer one is refused rather than misread. */
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+/** Schema names readback accepts: plain lower-case identifiers, so they need no escaping beyond quotes. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Refuses a schema name that is not a plain identifier. */
+export function requireSchemaName(schema: unknown): asserts schema is string {
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters)',
+      'schema',
+    );
+  }
+}
+
+/**
+ * Builds the migration as one DO block, so it is one statement and so one transaction on any
+ * queryable (a pool hands each query to whichever connection is free). It first takes a
+ * transaction-scoped advisory lock keyed on the schema name: processes starting at once queue
+ * there, and each re-reads the version after the lock, so the later ones find nothing left to do.
+ * A failing step rolls the whole block back, leaving the previous schema intact.
+ */
+export function migrationSql(schema: string): string {
+  const t = tablesIn(schema);
+  const steps = MIGRATIONS.map(
+    (step) => `
+    IF current < ${step.version} THEN
+      ${step
+        .statements(t)
+        .map((s) => `${s};`)
+        .join('\n      ')}
+      INSERT INTO ${t.migrations} (version, name, applied_at)
+        VALUES (${step.version}, ${literal(step.name)}, (extract(epoch from clock_timestamp()) * 1000)::bigint);
+    END IF;`,
+  ).join('');
+  return `DO $readback_migrate$
+  DECLARE current integer;
+  BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(${literal(`readback.migrate:${schema}`)}, 0));
+    CREATE SCHEMA IF NOT EXISTS ${t.schema};
+    CREATE TABLE IF NOT EXISTS ${t.migrations} (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      applied_at bigint NOT NULL
+    );
+    SELECT COALESCE(MAX(version), 0) INTO current FROM ${t.migrations};
+    ${steps}
+  END
+  $readback_migrate$`;
+}
+
+/** Brings `schema` up to date, or refuses a schema written by a newer readback. */
+export async function migrate(db: PgQueryable, schema: string): Promise<void> {
+  const t = tablesIn(schema);
+  // Refuse a newer schema before touching it: reading first means an unknown version is never migrated.
+  const found = await db.query(`SELECT to_regclass($1) IS NOT NULL AS found`, [`${t.schema}.migrations`]);
+  if ((found.rows[0] as { found: boolean }).found) {
+    const { rows } = await db.query(`SELECT COALESCE(MAX(version), 0)::int AS version FROM ${t.migrations}`);
+    const version = (rows[0] as { version: number }).version;
+    if (version > POSTGRES_SCHEMA_VERSION) {
+      throw new ReadbackError(
+        'store_conflict',
+        `schema ${schema} has readback schema v${version}, newer than this readback (v${POSTGRES_SCHEMA_VERSION}); upgrade readback to open it`,
+      );
+    }
+    if (version === POSTGRES_SCHEMA_VERSION) return;
+  }
+  await db.query(migrationSql(schema));
+}
+
+function literal(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}

@@ -1,0 +1,222 @@
+import { CLAIMABLE_LIFECYCLES } from '../sqlite/sql.js';
+import type { ListFilter } from '../store/types.js';
+
+// How Postgres locks, once, so the per-statement notes can be short. Every write is ONE statement,
+// so it is atomic in its own implicit transaction on whatever connection runs it; its event insert
+// rides along in a data-modifying CTE. Row locks are taken by the UPDATE (or a FOR NO KEY UPDATE
+// sub-select) of the operation row, and the next event seq comes from that locked row's event_seq,
+// so concurrent writers of one operation serialize on its row and never share a seq. Reads are
+// plain snapshot reads and never wait. Times compared against `now` come from the caller: issue 4
+// moves lease and due times to the database clock.
+
+/** The quoted, schema-qualified names of readback's tables in one schema. */
+export interface Tables {
+  schema: string;
+  operations: string;
+  events: string;
+  migrations: string;
+}
+
+/** The table names inside `schema` (already validated as a plain identifier). */
+export function tablesIn(schema: string): Tables {
+  const q = `"${schema}"`;
+  return { schema: q, operations: `${q}.operations`, events: `${q}.events`, migrations: `${q}.migrations` };
+}
+
+// The column list in sqlite/rows.ts's INSERT order, which recordParams follows.
+const OPERATION_COLUMNS = [
+  'id',
+  'schema_version',
+  'action',
+  'target',
+  'scope',
+  'fingerprint',
+  'idempotency_key',
+  'run_id',
+  'actor',
+  'input',
+  'attempt',
+  'lifecycle',
+  'status',
+  'requested_at',
+  'updated_at',
+  'executed_at',
+  'in_flight_until',
+  'accepted_at',
+  'last_observed_at',
+  'next_poll_at',
+  'reads',
+  'provider_ref',
+  'baseline',
+  'completion',
+  'lease_owner',
+  'lease_token',
+  'lease_expires_at',
+] as const;
+
+const JSON_COLUMNS = new Set(['scope', 'input', 'provider_ref', 'baseline', 'completion']);
+const TIME_COLUMNS = new Set([
+  'requested_at',
+  'updated_at',
+  'executed_at',
+  'in_flight_until',
+  'accepted_at',
+  'last_observed_at',
+  'next_poll_at',
+  'lease_expires_at',
+]);
+
+/**
+ * The SELECT list that gives rows in exactly the shape SQLite returns, so sqlite/rows.ts maps both:
+ * jsonb as JSON text (pg would otherwise parse it, and `'null'::jsonb` would be indistinguishable
+ * from SQL NULL), bigint milliseconds as float8 (pg returns int8 as a string; float8 is exact below 2^53).
+ */
+function selectList(prefix: string): string {
+  return OPERATION_COLUMNS.map((c) => {
+    const col = `${prefix}${c}`;
+    if (JSON_COLUMNS.has(c)) return `${col}::text AS ${c}`;
+    if (TIME_COLUMNS.has(c)) return `${col}::float8 AS ${c}`;
+    return prefix === '' ? c : `${col} AS ${c}`;
+  }).join(', ');
+}
+
+const EVENT_COLUMNS = `operation_id, seq, schema_version, at::float8 AS at, type, from_lifecycle, to_lifecycle,
+  status, actor, attempt, detail::text AS detail`;
+
+const EVENT_INSERT = `(operation_id, seq, schema_version, at, type, from_lifecycle, to_lifecycle, status, actor, attempt, detail)`;
+
+/** The parameter count of `reserveSql`'s record part, before its event parameters. */
+export const RESERVE_RECORD_PARAMS = OPERATION_COLUMNS.length;
+
+/** Every named statement of one schema. */
+export interface Statements {
+  /** Reads one operation by id (snapshot read, no lock). $1 id. */
+  selectById: string;
+  /** Reads one operation by idempotency key through its unique constraint (snapshot read, no lock). $1 key. */
+  selectByKey: string;
+  /** Reads what a transition's identity check needs (snapshot read: identity fields never change). $1 id. */
+  selectIdentity: string;
+  /**
+   * Reserves: INSERT … ON CONFLICT (idempotency_key) DO NOTHING, which waits on a concurrent insert of the
+   * same key and then does nothing, plus the seq-1 event in the same statement. Locks: the new row's
+   * unique-index entry. $1..$27 record (recordParams order), then event $28 schema_version, $29 at,
+   * $30 type, $31 status, $32 actor, $33 attempt, $34 detail (JSON text or null).
+   */
+  reserve: string;
+  /** Reads an operation's event log in seq order (snapshot read over the primary key). $1 id. */
+  selectEvents: string;
+  /**
+   * Leases due rows: FOR NO KEY UPDATE SKIP LOCKED picks rows no other claimer holds, the UPDATE in the
+   * same statement writes the lease and bumps event_seq, and a CTE appends each 'claimed' event.
+   * Row locks on the claimed rows until the statement commits. $1 now, $2 limit, $3 owner,
+   * $4 lease expiry, $5 event schema_version.
+   */
+  claimDue: string;
+}
+
+/** Builds the fixed statements for the tables of one schema. */
+export function statementsFor(t: Tables): Statements {
+  const all = selectList('');
+  return {
+    selectById: `SELECT ${all} FROM ${t.operations} WHERE id = $1`,
+    selectByKey: `SELECT ${all} FROM ${t.operations} WHERE idempotency_key = $1`,
+    selectIdentity: `SELECT id, schema_version, idempotency_key, fingerprint, lifecycle FROM ${t.operations} WHERE id = $1`,
+    reserve: `WITH ins AS (
+        INSERT INTO ${t.operations} (${OPERATION_COLUMNS.join(', ')}, event_seq)
+        VALUES (${OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}, 1)
+        ON CONFLICT (idempotency_key) DO NOTHING
+        RETURNING ${all}
+      ), ev AS (
+        INSERT INTO ${t.events} ${EVENT_INSERT}
+        SELECT id, 1, $28::int, $29::bigint, $30::text, NULL, 'requested', $31::text, $32::text, $33::int, $34::jsonb
+        FROM ins
+      )
+      SELECT * FROM ins`,
+    selectEvents: `SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE operation_id = $1 ORDER BY seq`,
+    claimDue: `WITH due AS (
+        SELECT id FROM ${t.operations}
+        WHERE lifecycle IN (${CLAIMABLE_LIFECYCLES.map((l) => `'${l}'`).join(', ')})
+          AND next_poll_at IS NOT NULL AND next_poll_at <= $1::bigint
+          AND (lease_expires_at IS NULL OR lease_expires_at <= $1::bigint)
+        ORDER BY next_poll_at, requested_at, id
+        LIMIT $2::int
+        FOR NO KEY UPDATE SKIP LOCKED
+      ), claimed AS (
+        UPDATE ${t.operations} o
+        SET lease_owner = $3::text, lease_token = gen_random_uuid()::text, lease_expires_at = $4::bigint,
+          updated_at = $1::bigint, event_seq = o.event_seq + 1
+        FROM due WHERE o.id = due.id
+        RETURNING ${selectList('o.')}, o.event_seq
+      ), ev AS (
+        INSERT INTO ${t.events} ${EVENT_INSERT}
+        SELECT id, event_seq, $5::int, $1::bigint, 'claimed', lifecycle, lifecycle, status, $3::text, attempt,
+          jsonb_build_object('owner', $3::text, 'leaseExpiresAt', $4::bigint)
+        FROM claimed
+      )
+      SELECT * FROM claimed ORDER BY next_poll_at, requested_at, id`,
+  };
+}
+
+/**
+ * Builds the compare-and-set transition: a FOR NO KEY UPDATE sub-select locks the row and yields the
+ * lifecycle the event starts from, the UPDATE writes `columns` only while the row is still in one of
+ * the `from` lifecycles (never 'settled') and, when guarded, still holds the lease token / attempt,
+ * bumping event_seq; a CTE appends the event with that seq. Locks: the one operation row until commit.
+ * Parameters: $1 id, $2 from lifecycles (text[]), $3 updated_at, then the column values, then the guard
+ * values present, then event schema_version, at, type, status, actor, attempt, detail.
+ */
+export function transitionSql(
+  t: Tables,
+  columns: readonly string[],
+  guard: { leaseToken: boolean; attempt: boolean },
+): string {
+  let n = 3;
+  // Column names come only from PATCH_COLUMNS (sqlite/rows.ts), never from a caller's data.
+  const sets = columns.map((c) => `${c} = $${++n}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`);
+  const where = ['o.id = cur.id', 'o.lifecycle = ANY($2::text[])', "o.lifecycle <> 'settled'"];
+  if (guard.leaseToken) where.push(`o.lease_token = $${++n}::text`);
+  if (guard.attempt) where.push(`o.attempt = $${++n}::int`);
+  const e = (k: number) => `$${n + k}`;
+  return `WITH cur AS (
+      SELECT id, lifecycle FROM ${t.operations} WHERE id = $1 FOR NO KEY UPDATE
+    ), upd AS (
+      UPDATE ${t.operations} o
+      SET ${[...sets, 'updated_at = $3::bigint', 'event_seq = o.event_seq + 1'].join(', ')}
+      FROM cur WHERE ${where.join(' AND ')}
+      RETURNING ${selectList('o.')}, o.event_seq, cur.lifecycle AS from_lifecycle
+    ), ev AS (
+      INSERT INTO ${t.events} ${EVENT_INSERT}
+      SELECT id, event_seq, ${e(1)}::int, ${e(2)}::bigint, ${e(3)}::text, from_lifecycle, lifecycle,
+        ${e(4)}::text, ${e(5)}::text, ${e(6)}::int, ${e(7)}::jsonb
+      FROM upd
+    )
+    SELECT * FROM upd`;
+}
+
+/** Builds the list query for a filter (one snapshot read; no lock). Order matches the memory store: requestedAt, then id. */
+export function listSql(t: Tables, filter: ListFilter): { text: string; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const param = (value: unknown, cast: string) => {
+    values.push(value);
+    return `$${values.length}::${cast}`;
+  };
+  if (filter.status !== undefined) {
+    // IS NOT DISTINCT FROM compares NULL as a value, so `status: null` finds records that have none yet.
+    where.push(`status IS NOT DISTINCT FROM ${param(filter.status, 'text')}`);
+  }
+  if (filter.lifecycle !== undefined) {
+    const lifecycles = Array.isArray(filter.lifecycle) ? filter.lifecycle : [filter.lifecycle];
+    where.push(`lifecycle = ANY(${param(lifecycles, 'text[]')})`);
+  }
+  if (filter.action !== undefined) where.push(`action = ${param(filter.action, 'text')}`);
+  if (filter.runId !== undefined) where.push(`run_id = ${param(filter.runId, 'text')}`);
+  if (filter.dueBefore !== undefined) {
+    where.push(`next_poll_at IS NOT NULL AND next_poll_at <= ${param(filter.dueBefore, 'bigint')}`);
+  }
+  let text = `SELECT ${selectList('')} FROM ${t.operations}`;
+  if (where.length > 0) text += ` WHERE ${where.join(' AND ')}`;
+  text += ' ORDER BY requested_at, id';
+  if (filter.limit !== undefined) text += ` LIMIT ${param(filter.limit, 'int')}`;
+  return { text, values };
+}

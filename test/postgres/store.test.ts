@@ -1,0 +1,121 @@
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadPgPool } from '../../src/postgres/driver.js';
+import { POSTGRES_SCHEMA_VERSION, postgresStore } from '../../src/postgres/index.js';
+import { ev, newOp } from '../../src/testing/conformance/support.js';
+import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+
+describe('loading pg', () => {
+  it('names `npm install pg` when the optional peer is missing', async () => {
+    const missing = async () => {
+      throw Object.assign(new Error("Cannot find package 'pg'"), { code: 'ERR_MODULE_NOT_FOUND' });
+    };
+    await expect(loadPgPool(missing)).rejects.toMatchObject({
+      name: 'ReadbackError',
+      code: 'invalid_options',
+      message: expect.stringContaining('npm install pg'),
+    });
+  });
+
+  it('refuses a schema name that is not a plain identifier', async () => {
+    await expect(postgresStore({ connectionString: PG_URL, schema: 'x"; DROP' })).rejects.toMatchObject({
+      code: 'invalid_options',
+      field: 'schema',
+    });
+  });
+});
+
+const available = await pgAvailable();
+const schemas = new Set<string>();
+afterAll(async () => {
+  if (available && schemas.size > 0) await dropSchemas(schemas);
+});
+const schemaFor = () => {
+  const schema = freshSchema();
+  schemas.add(schema);
+  return schema;
+};
+
+describe.skipIf(!available)('postgresStore across processes', () => {
+  it('concurrent reserves of one key from two pools create one record', async () => {
+    const schema = schemaFor();
+    const poolA = new pg.Pool({ connectionString: PG_URL, max: 8 });
+    const poolB = new pg.Pool({ connectionString: PG_URL, max: 8 });
+    try {
+      const a = await postgresStore({ pool: poolA, schema });
+      const b = await postgresStore({ pool: poolB, schema });
+      for (let round = 0; round < 20; round++) {
+        const key = `key-race-${round}`;
+        const results = await Promise.all(
+          Array.from({ length: 16 }, (_, i) =>
+            (i % 2 === 0 ? a : b).reserve(newOp(`r${round}-${i}`, { idempotencyKey: key }), ev('reserved')),
+          ),
+        );
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        expect(new Set(results.map((r) => r.record.id)).size).toBe(1);
+        expect(await a.events(results[0]!.record.id)).toHaveLength(1);
+      }
+      expect(await a.list()).toHaveLength(20);
+      await a.close();
+      await b.close();
+    } finally {
+      await poolA.end();
+      await poolB.end();
+    }
+  });
+
+  it('many stores migrating one fresh schema at once all succeed, applying each step once', async () => {
+    const schema = schemaFor();
+    const stores = await Promise.all(
+      Array.from({ length: 6 }, () => postgresStore({ connectionString: PG_URL, schema })),
+    );
+    const { record } = await stores[0]!.reserve(newOp(1), ev('reserved'));
+    expect(await stores[5]!.get('op-1')).toEqual(record);
+    await Promise.all(stores.map((s) => s.close()));
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      const { rows } = await client.query(`SELECT version FROM "${schema}".migrations ORDER BY version`);
+      expect(rows.map((r) => r.version)).toEqual([POSTGRES_SCHEMA_VERSION]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('refuses a schema written by a newer readback', async () => {
+    const schema = schemaFor();
+    const store = await postgresStore({ connectionString: PG_URL, schema });
+    await store.close();
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      await client.query(`INSERT INTO "${schema}".migrations VALUES (99, 'future', 0)`);
+    } finally {
+      await client.end();
+    }
+    await expect(postgresStore({ connectionString: PG_URL, schema })).rejects.toMatchObject({
+      code: 'store_conflict',
+    });
+  });
+
+  it('close() ends the pool it created; the default schema is readback', async () => {
+    const probe = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    const exists = async () =>
+      (await probe.query(`SELECT to_regnamespace('readback') IS NOT NULL AS found`)).rows[0].found as boolean;
+    const existed = await exists();
+    const store = await postgresStore({ connectionString: PG_URL });
+    expect(await exists()).toBe(true);
+    // Leave a shared database as found: drop the default schema only when this test created it.
+    if (!existed) schemas.add('readback');
+    await probe.end();
+    await store.close();
+    await store.close();
+    await expect(store.get('x')).rejects.toMatchObject({ code: 'store_closed' });
+  });
+
+  it('reports an unreachable server as a ReadbackError', async () => {
+    await expect(
+      postgresStore({ connectionString: 'postgres://postgres@127.0.0.1:1/none', schema: schemaFor() }),
+    ).rejects.toMatchObject({ name: 'ReadbackError', code: 'invalid_options' });
+  });
+});
