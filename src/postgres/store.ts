@@ -9,8 +9,10 @@ import {
 } from '../sqlite/rows.js';
 import {
   IDENTITY_FIELDS,
-  LIFECYCLES,
   newRecord,
+  requireClaimArgs,
+  requireEvent,
+  requireKnownLifecycle,
   requirePositiveInt,
   requireString,
   requireTime,
@@ -118,13 +120,7 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
     async transition(id, from, patch, event, guard = {}) {
       open('transition');
       requireEvent(event);
-      if (patch.lifecycle !== undefined && !LIFECYCLES.includes(patch.lifecycle)) {
-        throw new ReadbackError(
-          'invalid_options',
-          `unknown lifecycle "${String(patch.lifecycle)}"`,
-          'patch.lifecycle',
-        );
-      }
+      requireKnownLifecycle(patch);
       const { updatedAt, ...rest } = patch;
       const { columns, values } = patchAssignments(rest);
 
@@ -191,12 +187,7 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
 
     async claimDue(limit, leaseMs, owner, now) {
       open('claimDue');
-      requirePositiveInt(limit, 'limit');
-      if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
-        throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
-      }
-      requireString(owner, 'owner');
-      requireTime(now, 'now');
+      requireClaimArgs(limit, leaseMs, owner, now);
 
       // `now` is the caller's clock for now (the conformance suite uses fixed times); issue 4 takes
       // due and expiry times from the database clock instead.
@@ -225,10 +216,3 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
 }
 
 // These columns are NOT NULL, so say which field is wrong instead of surfacing a constraint error.
-function requireEvent(event: NewEvent): void {
-  requireTime(event.at, 'event.at');
-  requireString(event.type, 'event.type');
-  if (typeof event.attempt !== 'number' || !Number.isFinite(event.attempt)) {
-    throw new ReadbackError('invalid_options', 'must be a finite number', 'event.attempt');
-  }
-}

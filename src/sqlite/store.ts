@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
   IDENTITY_FIELDS,
-  LIFECYCLES,
   newRecord,
+  requireClaimArgs,
+  requireEvent,
+  requireKnownLifecycle,
   requirePositiveInt,
   requireString,
   requireTime,
@@ -256,13 +258,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async transition(id, from, patch, event, guard = {}) {
       open('transition');
       requireEvent(event);
-      if (patch.lifecycle !== undefined && !LIFECYCLES.includes(patch.lifecycle)) {
-        throw new ReadbackError(
-          'invalid_options',
-          `unknown lifecycle "${String(patch.lifecycle)}"`,
-          'patch.lifecycle',
-        );
-      }
+      requireKnownLifecycle(patch);
       const { updatedAt, ...rest } = patch;
       const { columns, values } = patchAssignments(rest);
 
@@ -339,12 +335,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
 
     async claimDue(limit, leaseMs, owner, now) {
       open('claimDue');
-      requirePositiveInt(limit, 'limit');
-      if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
-        throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
-      }
-      requireString(owner, 'owner');
-      requireTime(now, 'now');
+      requireClaimArgs(limit, leaseMs, owner, now);
 
       // One write transaction for the select and the leases: SQLite has a single writer per file,
       // so a second claimer (another connection or process) waits on BEGIN and then sees these
@@ -392,10 +383,3 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
 
 // The memory store keeps whatever an event holds; these columns are NOT NULL, so say which field
 // is wrong instead of surfacing a driver constraint error.
-function requireEvent(event: NewEvent): void {
-  requireTime(event.at, 'event.at');
-  requireString(event.type, 'event.type');
-  if (typeof event.attempt !== 'number' || !Number.isFinite(event.attempt)) {
-    throw new ReadbackError('invalid_options', 'must be a finite number', 'event.attempt');
-  }
-}

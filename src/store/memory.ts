@@ -3,8 +3,9 @@ import { clonePlain } from '../canonical.js';
 import { ReadbackError } from '../errors.js';
 import {
   IDENTITY_FIELDS,
-  LIFECYCLES,
   newRecord,
+  requireClaimArgs,
+  requireKnownLifecycle,
   requirePositiveInt,
   requireString,
   requireTime,
@@ -81,13 +82,7 @@ export function memoryStore(): OperationStore {
     async transition(id, from, patch, event, guard = {}) {
       open('transition');
       requireTime(event.at, 'event.at');
-      if (patch.lifecycle !== undefined && !LIFECYCLES.includes(patch.lifecycle)) {
-        throw new ReadbackError(
-          'invalid_options',
-          `unknown lifecycle "${String(patch.lifecycle)}"`,
-          'patch.lifecycle',
-        );
-      }
+      requireKnownLifecycle(patch);
       const entry = byId.get(id);
       if (!entry) return null;
       const current = entry.record;
@@ -163,12 +158,7 @@ export function memoryStore(): OperationStore {
 
     async claimDue(limit, leaseMs, owner, now) {
       open('claimDue');
-      requirePositiveInt(limit, 'limit');
-      if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
-        throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
-      }
-      requireString(owner, 'owner');
-      requireTime(now, 'now');
+      requireClaimArgs(limit, leaseMs, owner, now);
 
       const due = [...byId.values()]
         .filter(({ record: r }) => {

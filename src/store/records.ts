@@ -1,10 +1,12 @@
 import { ReadbackError } from '../errors.js';
 import {
   type Lifecycle,
+  type NewEvent,
   type NewOperation,
   OPEN_LIFECYCLES,
   type OperationRecord,
   RECORD_SCHEMA_VERSION,
+  type RecordPatch,
 } from './types.js';
 
 /** Every lifecycle, open ones first. */
@@ -65,4 +67,34 @@ export function requirePositiveInt(value: unknown, field: string): void {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
     throw new ReadbackError('invalid_options', 'must be a positive integer', field);
   }
+}
+
+/** Checks an event as every backend needs it: a time, a type and an attempt. */
+export function requireEvent(event: NewEvent): void {
+  requireTime(event.at, 'event.at');
+  requireString(event.type, 'event.type');
+  if (typeof event.attempt !== 'number' || !Number.isFinite(event.attempt)) {
+    throw new ReadbackError('invalid_options', 'must be a finite number', 'event.attempt');
+  }
+}
+
+/** Refuses a patch that names a lifecycle that does not exist. */
+export function requireKnownLifecycle(patch: RecordPatch): void {
+  if (patch.lifecycle !== undefined && !LIFECYCLES.includes(patch.lifecycle)) {
+    throw new ReadbackError(
+      'invalid_options',
+      `unknown lifecycle "${String(patch.lifecycle)}"`,
+      'patch.lifecycle',
+    );
+  }
+}
+
+/** Checks `claimDue` arguments the same way in every backend. */
+export function requireClaimArgs(limit: number, leaseMs: number, owner: string, now: number): void {
+  requirePositiveInt(limit, 'limit');
+  if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
+    throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
+  }
+  requireString(owner, 'owner');
+  requireTime(now, 'now');
 }
