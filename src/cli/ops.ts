@@ -273,7 +273,10 @@ export const opsCommand: Command = {
     '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S]',
   ].join('\n'),
   flags: {
-    store: { type: 'string', description: `SQLite database file (default ${DEFAULT_STORE})` },
+    store: {
+      type: 'string',
+      description: `SQLite database file or postgres:// URL (?schema=name) (default ${DEFAULT_STORE})`,
+    },
     status: {
       type: 'string',
       description: `list: only this status (${STATUSES.join(', ')}); resolve: verified or failed`,

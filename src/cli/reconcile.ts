@@ -158,7 +158,10 @@ export const reconcileCommand: Command = {
   usage:
     'readback reconcile [--actions <module>] [--store S] [--once] [--concurrency N] [--lease-ms N] [--json]',
   flags: {
-    store: { type: 'string', description: `SQLite database file (default ${DEFAULT_STORE})` },
+    store: {
+      type: 'string',
+      description: `SQLite database file or postgres:// URL (?schema=name) (default ${DEFAULT_STORE})`,
+    },
     actions: {
       type: 'string',
       description:

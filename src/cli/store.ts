@@ -17,23 +17,74 @@ interface SqliteModule {
   sqliteStore(options: { path: string }): OperationStore | Promise<OperationStore>;
 }
 
+interface PostgresModule {
+  postgresStore(options: { connectionString: string; schema?: string }): Promise<OperationStore>;
+}
+
 // A variable specifier: the SQLite store (and better-sqlite3 behind it) loads only when a command needs it,
 // so `readback demo` and `readback --help` work without the optional dependency.
 const SQLITE_MODULE = '../sqlite/index.js';
+// Likewise the Postgres store (and pg behind it) loads only for a `postgres://` store.
+const POSTGRES_MODULE = '../postgres/index.js';
+
+// The rule the Postgres store itself enforces (src/postgres/schema.ts), checked here so a bad
+// `?schema=` is a usage error before any connection is made.
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+
+/** A `postgres://` store spec split into the URL pg gets and the schema readback uses. */
+export interface PostgresSpec {
+  /** The URL without readback's own `schema` parameter; every other parameter is passed on to pg. */
+  connectionString: string;
+  /** From `?schema=name`; undefined means the store's default (`readback`). */
+  schema: string | undefined;
+}
 
 /**
- * Opens the store a `--store` value names: a file path is a SQLite database; `postgres://…` is refused
- * until the Postgres store exists. A missing file is a usage error unless `create` is set.
+ * Splits `postgres://…[?schema=name]`: `schema` is readback's parameter (pg would not know it), so it
+ * is taken out; the rest of the URL is passed on as written.
+ */
+export function parsePostgresSpec(spec: string): PostgresSpec {
+  const hash = spec.indexOf('#');
+  const beforeHash = hash === -1 ? spec : spec.slice(0, hash);
+  const q = beforeHash.indexOf('?');
+  if (q === -1) return { connectionString: spec, schema: undefined };
+  const params = new URLSearchParams(beforeHash.slice(q + 1));
+  const schemas = params.getAll('schema');
+  if (schemas.length === 0) return { connectionString: spec, schema: undefined };
+  if (schemas.length > 1) throw new UsageError(`store URL ${redact(spec)} names more than one schema`);
+  const schema = schemas[0]!;
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new UsageError(
+      `store URL ${redact(spec)}: schema '${schema}' must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters)`,
+    );
+  }
+  params.delete('schema');
+  const rest = params.toString();
+  return {
+    connectionString: `${beforeHash.slice(0, q)}${rest === '' ? '' : `?${rest}`}${hash === -1 ? '' : spec.slice(hash)}`,
+    schema,
+  };
+}
+
+/** The spec with any password replaced by `***`, for messages. */
+export function redact(spec: string): string {
+  return spec.replace(/^(postgres(?:ql)?:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
+}
+
+/**
+ * Opens the store a `--store` value names: a file path is a SQLite database, a `postgres://…` or
+ * `postgresql://…` URL a Postgres store (schema from `?schema=name`, default `readback`; created and
+ * migrated if missing). A missing file is a usage error unless `create` is set.
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<OperationStore> {
   if (spec.trim() === '') throw new UsageError("option '--store' needs a path");
-  if (/^postgres(ql)?:\/\//i.test(spec)) {
-    throw new UsageError(
-      'PostgreSQL store is not available yet (issue 4); pass a SQLite file path to --store',
-    );
-  }
+  if (POSTGRES_URL.test(spec)) return openPostgres(spec);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
-    throw new UsageError(`unsupported store '${spec}'; pass a SQLite file path to --store`);
+    throw new UsageError(
+      `unsupported store '${redact(spec)}'; pass a SQLite file path or a postgres:// URL to --store`,
+    );
   }
   const path = resolve(spec);
   if (!options.create) {
@@ -55,6 +106,27 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   } catch (error) {
     throw new CommandError(`could not open store ${spec}: ${errorText(error)}`);
   }
+}
+
+async function openPostgres(spec: string): Promise<OperationStore> {
+  const { connectionString, schema } = parsePostgresSpec(spec);
+  let mod: PostgresModule;
+  try {
+    mod = (await import(POSTGRES_MODULE)) as PostgresModule;
+  } catch (error) {
+    throw new CommandError(`could not load the Postgres store: ${errorText(error)}`);
+  }
+  try {
+    return await mod.postgresStore({ connectionString, ...(schema !== undefined ? { schema } : {}) });
+  } catch (error) {
+    // pg's messages may quote the URL; never echo a password.
+    throw new CommandError(`could not open store ${redact(spec)}: ${redactAll(errorText(error), spec)}`);
+  }
+}
+
+function redactAll(text: string, spec: string): string {
+  const shown = redact(spec);
+  return shown === spec ? text : text.split(spec).join(shown);
 }
 
 function errorText(error: unknown): string {

@@ -322,12 +322,6 @@ describe('readback ops: bad input', () => {
     expect(existsSync(missing)).toBe(false);
   });
 
-  it('refuses a PostgreSQL URL until that store exists', async () => {
-    const { code, stderr } = await runCli(['ops', 'list', '--store', 'postgres://localhost/ops']);
-    expect(code).toBe(2);
-    expect(stderr).toContain('PostgreSQL store is not available yet (issue 4)');
-  });
-
   it('shows help for ops', async () => {
     const { code, stdout } = await runCli(['ops', '--help']);
     expect(code).toBe(0);

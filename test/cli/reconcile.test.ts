@@ -308,16 +308,6 @@ describe('readback reconcile: bad input', () => {
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain(`option '${flag}' needs a whole number ≥ 1; got 'lots'`);
     }
-    const pg = await runCli([
-      'reconcile',
-      '--store',
-      'postgresql://db/ops',
-      '--actions',
-      modulePath,
-      '--once',
-    ]);
-    expect(pg.code).toBe(2);
-    expect(pg.stderr).toContain('PostgreSQL store is not available yet (issue 4)');
   });
 });
 
