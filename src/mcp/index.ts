@@ -14,7 +14,10 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import * as z from 'zod/v4';
 import type { AnyAction, Completion, RunContext, Status } from '../contract/types.js';
 import { STATUSES } from '../contract/types.js';
+import { completionText, isErrorStatus } from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
+
+export { completionText, isErrorStatus };
 
 /** The parts of the SDK's `RequestHandlerExtra` that readback reads. */
 export interface McpRequestExtra {
@@ -98,19 +101,6 @@ function isZod(schema: unknown): boolean {
   if ('_zod' in schema) return true;
   const std = (schema as { '~standard'?: { vendor?: unknown } })['~standard'];
   return std?.vendor === 'zod' && '_def' in schema;
-}
-
-/** True for statuses reported as tool errors. */
-export function isErrorStatus(status: Status): boolean {
-  return status === 'failed' || status === 'unknown';
-}
-
-/** The text a model is shown for a completion: its status in words, the allowed message and the operation. */
-export function completionText(completion: Completion): string {
-  const head = [`status: ${completion.status}`];
-  if (completion.errorCode) head.push(`errorCode: ${completion.errorCode}`);
-  if (completion.nextAllowedAction !== 'none') head.push(`next: ${completion.nextAllowedAction}`);
-  return `[${head.join(', ')}] ${completion.message} (operation ${completion.operationId})`;
 }
 
 /** The MCP tool result for a completion; `structuredContent` is the completion as plain JSON. */

@@ -1,0 +1,164 @@
+/**
+ * readback/ai-sdk: readback actions as tools for the Vercel AI SDK (`ai` 6.x).
+ *
+ * Each tool call runs through `runner.run` and its result (what `generateText` returns in
+ * `toolResults`) is the honest Completion. What the model is shown comes from `toModelOutput`: the
+ * same text as readback/mcp (the status in words, the allowed message, the operation id), as an
+ * `error-text` output for `failed` and `unknown` and as a plain `text` output otherwise, so a
+ * `pending` or `partial` result is never presented as done.
+ *
+ * After `generateText`, `checkAnswer(result.text, completionsOf(result))` checks the final answer
+ * against what the run actually verified.
+ *
+ * `ai` is an optional peer dependency, imported only by this subpath.
+ */
+import { type JSONSchema7, jsonSchema, type Tool, type ToolExecutionOptions, tool } from 'ai';
+import type { Action, Completion, RunContext, Status } from '../contract/types.js';
+import { STATUSES } from '../contract/types.js';
+import { completionText, isErrorStatus } from '../integrations/text.js';
+import { guardAnswer } from '../messages/guard.js';
+import type { Runner } from '../runner/runner.js';
+
+export { completionText, isErrorStatus };
+
+/** What a tool result shows the model; the AI SDK's `ToolResultOutput` (not exported by `ai` itself). */
+export type ModelOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
+
+/** A value that depends on the tool call: given as is, or derived from the SDK's execution options. */
+type PerCall<T> = T | ((options: ToolExecutionOptions) => T);
+
+/** Options for `aiTool` and `aiTools`. */
+export interface AiToolOptions {
+  /** Replaces the tool description (default: the action's description plus its postcondition). */
+  description?: string;
+  /** Display title of the tool. */
+  title?: string;
+  /** Scope given to every run (e.g. `{ tenant: 'acme' }`), or derived per call. */
+  scope?: PerCall<Record<string, string>>;
+  /**
+   * The run id. Default: one random id per `aiTool`/`aiTools` call, so create the tools once per
+   * conversation (or pass a conversation id here). Calls in one run that repeat the same input share
+   * an idempotency key: a model that retries a call gets the same operation back, not a second effect.
+   */
+  runId?: PerCall<string>;
+  /** The actor for authorization and records. */
+  actor?: PerCall<string | undefined>;
+  /** Accepted mode: wait within the poll budget (default true) or return `pending` at once. */
+  wait?: boolean;
+}
+
+function resolve<T>(value: PerCall<T> | undefined, options: ToolExecutionOptions): T | undefined {
+  return typeof value === 'function' ? (value as (o: ToolExecutionOptions) => T)(options) : value;
+}
+
+/** True when the AI SDK treats the schema as zod (it checks the Standard Schema vendor). */
+function isZod(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null) return false;
+  return (schema as { '~standard'?: { vendor?: unknown } })['~standard']?.vendor === 'zod';
+}
+
+interface JsonSchemaConverter {
+  input(options: { target: string }): Record<string, unknown>;
+}
+
+/**
+ * The tool's input schema. A zod schema is handed to the SDK as is (listed to the model, and the SDK
+ * rejects invalid input before anything runs). Any other Standard Schema is listed through its own
+ * JSON Schema converter when it has one (Standard JSON Schema), else as an open object, without
+ * SDK-side validation: readback validates it, so invalid input becomes a `failed` completion with
+ * `errorCode: invalid_input` that the model is shown.
+ */
+function inputSchemaOf<I>(action: Action<I, unknown>): Tool<I, Completion>['inputSchema'] {
+  if (isZod(action.input)) return action.input as unknown as Tool<I, Completion>['inputSchema'];
+  const converter = (action.input['~standard'] as { jsonSchema?: JsonSchemaConverter }).jsonSchema;
+  if (converter && typeof converter.input === 'function') {
+    return jsonSchema<I>(() => converter.input({ target: 'draft-07' }) as JSONSchema7);
+  }
+  return jsonSchema<I>({ type: 'object', additionalProperties: true });
+}
+
+/** The model's view of a completion: an error output for `failed`/`unknown`, text for every other status. */
+export function modelOutput(completion: Completion): ModelOutput {
+  const value = completionText(completion);
+  return isErrorStatus(completion.status) ? { type: 'error-text', value } : { type: 'text', value };
+}
+
+/**
+ * One action as an AI SDK `tool()`. `execute` resolves to the Completion (it never throws for an
+ * outcome; only misuse throws), with the tool call's `abortSignal` passed to the run.
+ */
+export function aiTool<I, O>(
+  runner: Runner,
+  action: Action<I, O>,
+  options: AiToolOptions = {},
+): Tool<I, Completion> {
+  runner.register(action);
+  const defaultRunId = `ai:${crypto.randomUUID()}`;
+  return tool<I, Completion>({
+    description:
+      options.description ??
+      `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
+    ...(options.title !== undefined ? { title: options.title } : {}),
+    inputSchema: inputSchemaOf(action as Action<I, unknown>),
+    execute: async (input, callOptions) => {
+      const scope = resolve(options.scope, callOptions);
+      const actor = resolve(options.actor, callOptions);
+      const ctx: RunContext = {
+        runId: resolve(options.runId, callOptions) ?? defaultRunId,
+        ...(callOptions.abortSignal ? { signal: callOptions.abortSignal } : {}),
+        ...(scope ? { scope } : {}),
+        ...(actor ? { actor } : {}),
+        ...(options.wait !== undefined ? { wait: options.wait } : {}),
+      };
+      return runner.run(action, input, ctx);
+    },
+    toModelOutput: ({ output }) => modelOutput(output),
+  });
+}
+
+/**
+ * A tool set, one tool per action, keyed by action name (the name the model calls). All tools share
+ * one default run id; per-action options override the shared ones.
+ */
+export function aiTools(
+  runner: Runner,
+  // biome-ignore lint/suspicious/noExplicitAny: an action list mixes input types.
+  actions: readonly Action<any, any>[] | Record<string, Action<any, any>>,
+  options: AiToolOptions & { actions?: Record<string, AiToolOptions> } = {},
+): Record<string, Tool<unknown, Completion>> {
+  const list = Array.isArray(actions) ? actions : Object.values(actions);
+  const { actions: perAction, ...shared } = options;
+  const runId = shared.runId ?? `ai:${crypto.randomUUID()}`;
+  const tools: Record<string, Tool<unknown, Completion>> = {};
+  for (const action of list) {
+    tools[action.name] = aiTool(runner, action, { ...shared, runId, ...perAction?.[action.name] });
+  }
+  return tools;
+}
+
+/** True for a value shaped like a readback Completion. */
+export function isCompletion(value: unknown): value is Completion {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<Completion>;
+  return (
+    typeof v.status === 'string' &&
+    (STATUSES as readonly string[]).includes(v.status as Status) &&
+    typeof v.operationId === 'string' &&
+    typeof v.message === 'string'
+  );
+}
+
+/** The completions in a `generateText` result (every step's tool results that came from readback tools). */
+export function completionsOf(result: {
+  steps: readonly { toolResults: readonly { output?: unknown }[] }[];
+}): Completion[] {
+  return result.steps.flatMap((step) => step.toolResults.map((r) => r.output)).filter(isCompletion);
+}
+
+/**
+ * Checks a final answer (e.g. `result.text` after `generateText`) against the run's completions:
+ * `guardAnswer` from readback, re-exported. `ok` is false when the answer claims an effect that no
+ * completion verified, or an action that never ran.
+ */
+export const checkAnswer: typeof guardAnswer = guardAnswer;
+export type { GuardResult, Violation, ViolationKind } from '../messages/guard.js';
