@@ -1,0 +1,52 @@
+/**
+ * readback/anthropic: a completion as an Anthropic Messages API `tool_result` block. No runtime dependency:
+ * the block is plain data, type-checked in the tests against `@anthropic-ai/sdk`'s `ToolResultBlockParam`.
+ */
+import type { Completion } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import { completionText, isErrorStatus } from '../integrations/text.js';
+
+/** The `tool_result` content block this module produces (a structural subset of the SDK's type). */
+export interface CompletionToolResult {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: Array<{ type: 'text'; text: string }>;
+  is_error: boolean;
+}
+
+/**
+ * The block that answers one `tool_use`: the allowed message with the status in words, the completion as JSON
+ * for the model to reason about, and `is_error` for `failed` and `unknown`, so the model cannot read them as done.
+ */
+export function toolResult(toolUseId: string, completion: Completion): CompletionToolResult {
+  if (typeof toolUseId !== 'string' || toolUseId === '') {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be the id of the tool_use block being answered',
+      'toolUseId',
+    );
+  }
+  return {
+    type: 'tool_result',
+    tool_use_id: toolUseId,
+    content: [
+      { type: 'text', text: completionText(completion) },
+      { type: 'text', text: JSON.stringify(modelView(completion)) },
+    ],
+    is_error: isErrorStatus(completion.status),
+  };
+}
+
+// The fields a model needs to act honestly; evidence and checks stay in the trace, not the prompt.
+function modelView(c: Completion) {
+  return {
+    status: c.status,
+    action: c.action,
+    target: c.target,
+    operationId: c.operationId,
+    ...(c.errorCode ? { errorCode: c.errorCode } : {}),
+    ...(c.units ? { units: c.units } : {}),
+    nextAllowedAction: c.nextAllowedAction,
+    safeToRepeat: c.safeToRepeat,
+  };
+}
