@@ -3,49 +3,12 @@
 // The action's effect is an INSERT into a table in that schema (the durable effect log), so a second
 // execution would show as a second row. Same skip/fail rule as the other Postgres tests.
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import pg from 'pg';
-import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
+import { compileSources } from '../support/compile.mjs';
 import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
-
-const repo = resolve(import.meta.dirname, '../..');
-const IMPORT = /(?:from\s+|import\s*\(\s*)'(\.{1,2}\/[^']+\.js)'/g;
-
-/**
- * Transpiles the given src entries and everything they import into plain ESM under node_modules/.cache
- * (as test/crash/compile.mjs does for the crash child), so children run the current sources with plain
- * node and Node's resolution still finds pg.
- */
-async function compileSources(entries: string[]): Promise<string> {
-  const cache = join(repo, 'node_modules', '.cache');
-  await mkdir(cache, { recursive: true });
-  const out = await mkdtemp(join(cache, 'readback-pg-runner-'));
-  await writeFile(join(out, 'package.json'), '{ "type": "module" }\n');
-  const pending = entries.map((e) => join(repo, e));
-  const done = new Set<string>();
-  while (pending.length > 0) {
-    const file = pending.pop()!;
-    if (done.has(file)) continue;
-    done.add(file);
-    const { outputText } = ts.transpileModule(await readFile(file, 'utf8'), {
-      fileName: file,
-      compilerOptions: {
-        module: ts.ModuleKind.ESNext,
-        target: ts.ScriptTarget.ES2022,
-        verbatimModuleSyntax: true,
-      },
-    });
-    const target = join(out, relative(repo, file)).replace(/\.ts$/, '.js');
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, outputText);
-    for (const [, spec] of outputText.matchAll(IMPORT)) {
-      pending.push(resolve(dirname(file), spec!).replace(/\.js$/, '.ts'));
-    }
-  }
-  return out;
-}
 
 /** What a child is told, as JSON in argv[2]. */
 interface ChildConfig {
@@ -147,7 +110,7 @@ describe.skipIf(!available)('runs across processes (Postgres)', () => {
   it('three processes running one idempotency key at once execute it once', async () => {
     const schema = freshSchema();
     schemas.add(schema);
-    compiled = await compileSources(['src/index.ts', 'src/postgres/index.ts']);
+    compiled = await compileSources(['src/index.ts', 'src/postgres/index.ts'], 'pg-runner');
     const script = join(compiled, 'child.js');
     await writeFile(script, CHILD);
 
