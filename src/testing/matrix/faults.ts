@@ -1,5 +1,15 @@
 import type { Spec } from './spec.js';
 import type { MatrixHarness, MatrixInstance } from './types.js';
+import type { World } from './world.js';
+
+/** The verifier comes back: the next poll verifies the effect that already happened, without executing again. */
+async function verifiedAfterRecovery<I, S extends MatrixInstance<I>>(w: World<I, S>, operationId: string) {
+  await w.fault('verifier', 'ok');
+  const later = await w.settle(operationId);
+  w.expect(later, { status: 'verified', errorCode: null, next: 'none', attempt: 1 }, 'poll after recovery');
+  w.expectExecutes(1, 'poll after recovery');
+  await w.expectEffects(1, 'poll after recovery');
+}
 
 const VERIFIER_CODES = {
   down: { errorCode: 'verifier_unavailable', next: 'poll' },
@@ -29,15 +39,7 @@ export function faultSpecs<I, S extends MatrixInstance<I>>(h: MatrixHarness<I, S
           w.expect(c, { status: 'unknown', errorCode, next, attempt: 1 }, 'run');
           w.expectExecutes(1, 'run');
           await w.expectEffects(1, 'run');
-          await w.fault('verifier', 'ok');
-          const later = await w.settle(c.operationId);
-          w.expect(
-            later,
-            { status: 'verified', errorCode: null, next: 'none', attempt: 1 },
-            'poll after recovery',
-          );
-          w.expectExecutes(1, 'poll after recovery');
-          await w.expectEffects(1, 'poll after recovery');
+          await verifiedAfterRecovery(w, c.operationId);
         },
       });
     } else {
@@ -51,15 +53,7 @@ export function faultSpecs<I, S extends MatrixInstance<I>>(h: MatrixHarness<I, S
           const during = await w.runner.poll(c.operationId);
           w.check(w.observes >= 1, 'poll while down', 'the poll must have tried to read');
           w.expect(during, { status: 'pending', errorCode: 'in_progress', next: 'poll' }, 'poll while down');
-          await w.fault('verifier', 'ok');
-          const later = await w.settle(c.operationId);
-          w.expect(
-            later,
-            { status: 'verified', errorCode: null, next: 'none', attempt: 1 },
-            'poll after recovery',
-          );
-          w.expectExecutes(1, 'poll after recovery');
-          await w.expectEffects(1, 'poll after recovery');
+          await verifiedAfterRecovery(w, c.operationId);
         },
       });
     }
