@@ -2,13 +2,15 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type CliIO, type Command, describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { auditCommand } from './audit.js';
 import { demoCommand } from './demo.js';
 import { CommandError } from './format.js';
 import { opsCommand } from './ops.js';
 import { reconcileCommand } from './reconcile.js';
 
-/** The commands `readback` knows; later ones (review, audit) register here. */
+/** The commands `readback` knows. */
 export const COMMANDS: Record<string, Command> = {
+  audit: auditCommand,
   demo: demoCommand,
   ops: opsCommand,
   reconcile: reconcileCommand,

@@ -38,6 +38,7 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
   }
   requireText(contract.description, field('description'));
   requireText(contract.postcondition, field('postcondition'));
+  if (contract.system !== undefined) requireText(contract.system, field('system'));
   if (!isStandardSchema(contract.input)) {
     fail(field('input'), 'must be a Standard Schema v1 validator (zod 4, valibot, arktype, ...)');
   }

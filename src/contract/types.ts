@@ -126,6 +126,8 @@ export type AuthorizeResult = boolean | { allowed: true } | { allowed: false; re
 export interface ActionContract<I, O> {
   name: string;
   description: string;
+  /** The system of record whose read decides the postcondition ("helpdesk tickets API"); `readback audit` asks for it. */
+  system?: string;
   input: StandardSchemaV1<unknown, I>;
   target(input: I): string;
   mode?: Mode;

@@ -68,6 +68,7 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
 
   const updateTicket: Action<TicketInput, Ticket> = defineAction({
     name: 'update_ticket',
+    system: 'the ticket system',
     description: 'Set the status of a helpdesk ticket.',
     input: ticketInput,
     target: (input) => `ticket:${input.id}`,
@@ -109,6 +110,7 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
 
   const sendEmail = defineAction({
     name: 'send_email',
+    system: 'the mail provider',
     description: 'Send an email through the mail provider.',
     input: emailInput,
     target: (input) => `email:${input.to}`,
@@ -131,6 +133,7 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
 
   const refundOrder = defineAction({
     name: 'refund_order',
+    system: 'the ledger',
     description: 'Refund an order through the ledger.',
     input: refundInput,
     target: (input) => `order:${input.orderId}`,
@@ -162,6 +165,7 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
 
   const migrateRecords = defineAction({
     name: 'migrate_records',
+    system: 'the records database',
     description: 'Migrate a batch of records to a schema version.',
     input: migrateInput,
     target: (input) => `batch:${input.ids.length}-records-v${input.toVersion}`,
@@ -179,6 +183,7 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
 
   const pageOncall = defineAction({
     name: 'page_oncall',
+    system: 'the pager',
     description: 'Page the on-call engineer (no way to read back that a human saw it).',
     input: pageInput,
     target: () => 'pager:oncall',
