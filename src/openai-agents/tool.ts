@@ -1,0 +1,171 @@
+/**
+ * readback actions as function tools for the OpenAI Agents SDK (`@openai/agents` 0.20.x).
+ *
+ * Every call runs through `runner.run`; the tool's result, which is what the model is shown, is the
+ * completion in words (`completionText`: the status, the allowed message, the operation id), never
+ * the raw write response. The Completion itself rides along as the tool output item's `customData`
+ * (SDK-only, not sent to the model) and is remembered for the run, where `completionGuardrail` reads it.
+ */
+import { type FunctionTool, type RunContext, tool } from '@openai/agents';
+import type { Action, AnyAction, Completion, RunContext as ReadbackRunContext } from '../contract/types.js';
+import { completionText } from '../integrations/text.js';
+import type { Runner } from '../runner/runner.js';
+import { existingLedger, ledgerOf } from './runs.js';
+
+/** The parts of the SDK's per-call details (`ToolCallDetails`, not exported by the SDK) readback reads. */
+export interface AgentToolCall {
+  toolCall?: { callId: string; name?: string } | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A value that depends on the call: given as is, or derived from the SDK's run context and call details. */
+type PerCall<T> = T | ((runContext: RunContext<unknown>, call: AgentToolCall) => T);
+
+/** Options for `agentTool` and `agentTools`. */
+export interface AgentToolOptions {
+  /** Replaces the tool description (default: the action's description plus its postcondition). */
+  description?: string;
+  /** Scope given to every run (e.g. `{ tenant: 'acme' }`), or derived per call. */
+  scope?: PerCall<Record<string, string>>;
+  /**
+   * The readback run id. Default: one random id per SDK run (per `RunContext`), shared by every
+   * readback tool in that run, so a model that repeats a call in the run gets the same operation back
+   * instead of a second effect. Pass a conversation id here to extend that across runs.
+   */
+  runId?: PerCall<string>;
+  /** The actor for authorization and records. */
+  actor?: PerCall<string | undefined>;
+  /** Accepted mode: wait within the poll budget (default true) or return `pending` at once. */
+  wait?: boolean;
+}
+
+/** The SDK-only data attached to each tool output item: the completion behind what the model saw. */
+export interface ReadbackCustomData {
+  readback: Completion;
+}
+
+/** A readback function tool: what the model sees is the completion, in words. */
+// biome-ignore lint/suspicious/noExplicitAny: it must fit an Agent of any context type.
+export type AgentTool = FunctionTool<any, any, string>;
+
+const OPEN_OBJECT = { type: 'object', properties: {}, required: [], additionalProperties: true } as const;
+
+function resolve<T>(value: PerCall<T> | undefined, runContext: RunContext<unknown>, call: AgentToolCall) {
+  return typeof value === 'function'
+    ? (value as (r: RunContext<unknown>, c: AgentToolCall) => T)(runContext, call)
+    : value;
+}
+
+/** True when the SDK treats the schema as a zod object (it lists and validates those itself). */
+function isZodObject(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null) return false;
+  const std = (schema as { '~standard'?: { vendor?: unknown } })['~standard'];
+  if (std?.vendor !== 'zod') return false;
+  // zod 4 keeps its definition under `_zod.def`; zod 3 under `_def`.
+  type Def = { type?: unknown; typeName?: unknown };
+  const z = schema as { _zod?: { def?: Def }; _def?: Def };
+  const def = z._zod?.def ?? z._def;
+  return def?.type === 'object' || def?.typeName === 'ZodObject';
+}
+
+interface JsonSchemaConverter {
+  input(options: { target: string }): Record<string, unknown>;
+}
+
+/**
+ * The tool's parameters. A zod object goes to the SDK as is (strict mode: listed to the model and
+ * validated before anything runs). Any other Standard Schema is listed through its own JSON Schema
+ * converter when it has one, else as an open object, in non-strict mode: readback validates it, so
+ * invalid input becomes a `failed` / `invalid_input` completion the model is shown.
+ */
+function parametersOf(action: AnyAction): { parameters: unknown; strict: boolean } {
+  if (isZodObject(action.input)) return { parameters: action.input, strict: true };
+  const converter = (action.input['~standard'] as { jsonSchema?: JsonSchemaConverter }).jsonSchema;
+  if (converter && typeof converter.input === 'function') {
+    // `$schema` names the dialect for validators; a function's parameters are a bare schema.
+    const { $schema: _dialect, ...converted } = converter.input({ target: 'draft-07' });
+    if (converted.type === 'object') {
+      return { parameters: { properties: {}, required: [], ...converted }, strict: false };
+    }
+  }
+  return { parameters: OPEN_OBJECT, strict: false };
+}
+
+/** What the model is shown when the SDK refused the arguments before the tool ran. */
+function notExecutedText(error: unknown): string {
+  const kind = error instanceof Error ? error.name : 'error';
+  return `[not executed: ${kind}] The arguments were rejected before the tool ran, so nothing was executed. Check them against the tool's parameters and call again.`;
+}
+
+/**
+ * One action as an Agents SDK `tool()`. The model is shown `completionText(completion)`; the run
+ * records the Completion for `completionGuardrail` and on the tool output item (`customData.readback`).
+ * Misuse of readback (a `ReadbackError` from the runner) fails the SDK run instead of reaching the model.
+ */
+export function agentTool<I, O>(
+  runner: Runner,
+  action: Action<I, O>,
+  options: AgentToolOptions = {},
+): AgentTool {
+  runner.register(action);
+  const fromRunner = new WeakSet<object>();
+  const { parameters, strict } = parametersOf(action as AnyAction);
+  // Only reached for calls made outside an SDK run (a direct `invoke` with no context).
+  const detached = {};
+  const created = tool({
+    name: action.name,
+    description:
+      options.description ??
+      `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
+    parameters,
+    strict,
+    execute: async (input: unknown, runContext?: RunContext<unknown>, call: AgentToolCall = {}) => {
+      const owner = runContext ?? (detached as RunContext<unknown>);
+      const ledger = ledgerOf(owner);
+      const scope = resolve(options.scope, owner, call);
+      const actor = resolve(options.actor, owner, call);
+      const ctx: ReadbackRunContext = {
+        runId: resolve(options.runId, owner, call) ?? ledger.runId,
+        ...(call.signal ? { signal: call.signal } : {}),
+        ...(scope ? { scope } : {}),
+        ...(actor ? { actor } : {}),
+        ...(options.wait !== undefined ? { wait: options.wait } : {}),
+      };
+      let completion: Completion;
+      try {
+        completion = await runner.run(action, input, ctx);
+      } catch (error) {
+        if (typeof error === 'object' && error !== null) fromRunner.add(error);
+        throw error;
+      }
+      ledger.completions.set(completion.operationId, completion);
+      if (call.toolCall?.callId) ledger.byCall.set(call.toolCall.callId, completion);
+      return completionText(completion);
+    },
+    errorFunction: (_runContext: unknown, error: unknown) => {
+      // The runner throws only on misuse: surface it to the developer, never to the model.
+      if (typeof error === 'object' && error !== null && fromRunner.has(error)) throw error;
+      return notExecutedText(error);
+    },
+    customDataExtractor: ({ runContext, toolCall }: { runContext: object; toolCall: { callId: string } }) => {
+      const completion = existingLedger(runContext)?.byCall.get(toolCall.callId);
+      return completion ? { readback: JSON.parse(JSON.stringify(completion)) as Completion } : undefined;
+    },
+    // biome-ignore lint/suspicious/noExplicitAny: the schema kind is chosen at run time (zod or JSON Schema).
+  } as any);
+  return created as unknown as AgentTool;
+}
+
+/**
+ * One tool per action, for an `Agent`'s `tools`. Per-action options (by action name) override the
+ * shared ones.
+ */
+export function agentTools(
+  runner: Runner,
+  actions: readonly AnyAction[] | Record<string, AnyAction>,
+  options: AgentToolOptions & { actions?: Record<string, AgentToolOptions> } = {},
+): AgentTool[] {
+  const list = Array.isArray(actions) ? actions : Object.values(actions);
+  const { actions: perAction, ...shared } = options;
+  return list.map((action) => agentTool(runner, action, { ...shared, ...perAction?.[action.name] }));
+}
