@@ -277,8 +277,10 @@ export function findClaims(sentence: string): EffectClaim[] {
   const norm = sentence.replace(/’/g, "'");
   const masked = maskQuoted(norm);
   const claims: EffectClaim[] = [];
-  for (const range of splitClauses(norm)) {
+  const ranges = splitClauses(norm);
+  ranges.forEach((range, r) => {
     const tokens = tokenize(masked, range.start, range.end);
+    const end = coordinatedEnd(masked, ranges, r);
     for (let i = 0; i < tokens.length; i++) {
       const hit = matchEffect(tokens, i);
       if (hit === null) continue;
@@ -289,13 +291,35 @@ export function findClaims(sentence: string): EffectClaim[] {
           index: tokens[i]!.index,
           generic: hit.effect.generic === true,
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
-          clause: sentence.slice(range.start, range.end).trim(),
+          clause: sentence.slice(range.start, end).trim(),
         });
       }
       i += hit.length - 1;
     }
-  }
+  });
   return claims;
+}
+
+// A clause that is only more objects of the one before ("I resolved T-104 and T-105", "closed T-1,
+// T-2 and T-3") has no verb of its own; without this the claim would cover T-104 alone.
+const FINITE = new Set(['is', 'are', 'was', 'were', 'has', 'have', 'had', 'will', 'still', 'not', 'remains']);
+const MAX_OBJECT_WORDS = 4;
+
+function coordinatedEnd(masked: string, ranges: readonly ClauseRange[], r: number): number {
+  let end = ranges[r]!.end;
+  for (let next = r + 1; next < ranges.length; next++) {
+    const joint = masked.slice(end, ranges[next]!.start).trim().toLowerCase();
+    if (joint !== 'and' && joint !== ',' && joint !== ', and') break;
+    const tokens = tokenize(masked, ranges[next]!.start, ranges[next]!.end);
+    const objectOnly =
+      tokens.length <= MAX_OBJECT_WORDS &&
+      tokens.every(
+        (t, i) => !FINITE.has(t.text) && !FIRST_PERSON.has(t.text) && matchEffect(tokens, i) === null,
+      );
+    if (!objectOnly) break;
+    end = ranges[next]!.end;
+  }
+  return end;
 }
 
 /** True when any sentence of the text affirms that an effect happened. */

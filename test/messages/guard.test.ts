@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { Status } from '../../src/contract/types.js';
 import { guardAnswer, type Violation } from '../../src/messages/guard.js';
 import { completion, helpdesk } from './fixtures.js';
 
@@ -195,5 +196,35 @@ describe('guardAnswer: robustness', () => {
   it('reports one violation per claim and completion even when repeated', () => {
     const r = guardAnswer('Sent. Sent.', [helpdesk.sendEmail('failed')]);
     expect(r.violations).toHaveLength(1);
+  });
+});
+
+describe('guardAnswer: one effect word over coordinated objects', () => {
+  const t105 = (status: Status) =>
+    helpdesk.resolveTicket(status, { target: 'ticket:T-105', operationId: 'op_t105' });
+
+  it('holds "I resolved T-104 and T-105" to both tickets, so a no_op one is flagged', () => {
+    const run = [helpdesk.resolveTicket('verified'), t105('no_op')];
+    const r = guardAnswer('I resolved T-104 and T-105.', run);
+    expect(r.violations.map((v) => [v.kind, v.target, v.status])).toEqual([
+      ['unverified_claim', 'ticket:T-105', 'no_op'],
+    ]);
+    expect(guardAnswer('I resolved T-104 and T-105.', [run[0]!, t105('verified')]).ok).toBe(true);
+  });
+
+  it('follows a list of objects through commas and a final "and"', () => {
+    const t106 = helpdesk.resolveTicket('pending', { target: 'ticket:T-106', operationId: 'op_t106' });
+    const r = guardAnswer('I closed T-104, T-105 and T-106.', [
+      helpdesk.resolveTicket('verified'),
+      t105('verified'),
+      t106,
+    ]);
+    expect(r.violations.map((v) => v.target)).toEqual(['ticket:T-106']);
+  });
+
+  it('stops at a clause with a verb of its own', () => {
+    const run = [helpdesk.resolveTicket('verified'), t105('no_op')];
+    expect(guardAnswer('I resolved T-104, and T-105 was already resolved.', run).ok).toBe(true);
+    expect(guardAnswer('I resolved T-104 and T-105 is still open.', run).ok).toBe(true);
   });
 });
