@@ -12,6 +12,7 @@
 //
 // Flags, to see readback catch a lie (each fault is one-shot):
 //   --drop-next-email   the provider accepts the next email, then drops it   → send_email: failed
+//   --stuck-next-email  the next email stays queued past the poll budget     → send_email: unknown
 //   --fail-next-write   the next ticket write answers ok but changes nothing → update_ticket: failed
 //
 // stdout carries the protocol; everything this file logs goes to stderr.
@@ -31,6 +32,7 @@ hd.tickets.seed([
   { id: 'T-106', tenant: 'acme' },
 ]);
 if (flags.has('--drop-next-email')) hd.mail.faults.nextOutcome = 'dropped';
+if (flags.has('--stuck-next-email')) hd.mail.faults.nextOutcome = 'stuck';
 if (flags.has('--fail-next-write')) hd.tickets.faults.softFailNextWrite = true;
 
 // The runner shares the fakes' clock, so waiting for the email's delivery takes no real time.

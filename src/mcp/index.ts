@@ -1,25 +1,33 @@
 /**
- * readback/mcp: exposes readback actions as tools on an MCP server (`@modelcontextprotocol/sdk` 1.x).
+ * readback/mcp: exposes readback actions as tools on an MCP server: an `McpServer` from
+ * `@modelcontextprotocol/sdk` 1.x or from `@modelcontextprotocol/server` 2.x.
  *
  * Each call runs through `runner.run` and answers with the honest Completion: as `structuredContent`
  * (matching the tool's `outputSchema`, also on error results), and as one text item that repeats the
  * status in words, because several clients drop `structuredContent` on errors. `failed` and `unknown`
  * are tool errors (`isError: true`); every other status is a normal result whose text says what holds.
  *
- * The SDK is an optional peer dependency, imported here for its types only; the schemas are built with
- * `zod/v4`, which both zod ^3.25 and zod 4 provide (the SDK requires one of them).
+ * Accepted-mode actions can also be served as MCP tasks (`tasks` option, SDK 1.x experimental tasks).
+ *
+ * The SDKs are optional peer dependencies and are not imported here at all (the server is typed by the
+ * surface readback uses); the schemas are built with `zod/v4`, which both zod ^3.25 and zod 4 provide.
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
 import type { AnyAction, Completion, RunContext, Status } from '../contract/types.js';
 import { STATUSES } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
 import { completionText, isErrorStatus } from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
+import { type McpTaskOptions, type McpTaskServerLike, registerTaskTool } from './tasks.js';
+import type { McpToolAnnotations, McpToolResult } from './types.js';
 
 export { completionText, isErrorStatus };
+export type { McpTaskOptions, McpToolAnnotations, McpToolResult };
 
-/** The parts of the SDK's `RequestHandlerExtra` that readback reads. */
+/**
+ * The parts of a tool call's request context that readback reads: SDK 1.x passes them as is
+ * (`RequestHandlerExtra`); a 2.x `ServerContext` is mapped onto this shape.
+ */
 export interface McpRequestExtra {
   signal: AbortSignal;
   sessionId?: string | undefined;
@@ -35,6 +43,11 @@ export interface McpActionOptions {
   destructive?: boolean;
   /** Display title for the tool. */
   title?: string;
+  /**
+   * Accepted-mode actions only: serve calls as MCP tasks (SDK 1.x experimental tasks). The server must
+   * be created with a `taskStore` and `capabilities.tasks.requests.tools.call`. Default false.
+   */
+  tasks?: boolean | McpTaskOptions;
 }
 
 /** Options for `registerActions`. */
@@ -50,7 +63,7 @@ export interface McpRegisterOptions extends McpActionOptions {
   runId?: (extra: McpRequestExtra) => string;
   /** The actor for authorization and records; default the authenticated client id, if any. */
   actor?: (extra: McpRequestExtra) => string | undefined;
-  /** Settings per action name; they override the global `wait` and `destructive`. */
+  /** Settings per action name; they override the global `wait`, `destructive` and `tasks`. */
   actions?: Record<string, McpActionOptions>;
 }
 
@@ -92,7 +105,7 @@ export const completionSchema = z.looseObject({
   message: z.string(),
 });
 
-/** Input schema for actions whose schema is not zod: any object; readback validates it on the run. */
+/** Input schema for actions whose schema the SDK cannot list: any object; readback validates it on the run. */
 const passthroughInput = z.looseObject({});
 
 /** True when the schema is a zod schema the SDK can list and validate (zod 4, or zod 3.25+). */
@@ -103,8 +116,14 @@ function isZod(schema: unknown): boolean {
   return std?.vendor === 'zod' && '_def' in schema;
 }
 
+/** True when the schema also describes itself as JSON Schema (Standard JSON Schema), as SDK 2.x requires. */
+function hasJsonSchema(schema: unknown): boolean {
+  const std = (schema as { '~standard'?: { jsonSchema?: unknown } } | null)?.['~standard'];
+  return typeof std?.jsonSchema === 'object' && std.jsonSchema !== null;
+}
+
 /** The MCP tool result for a completion; `structuredContent` is the completion as plain JSON. */
-export function toolResult(completion: Completion): CallToolResult {
+export function toolResult(completion: Completion): McpToolResult {
   return {
     content: [{ type: 'text', text: completionText(completion) }],
     structuredContent: JSON.parse(JSON.stringify(completion)) as Record<string, unknown>,
@@ -113,7 +132,7 @@ export function toolResult(completion: Completion): CallToolResult {
 }
 
 /** The annotations for an action: hints that tell the truth about a state-changing tool. */
-export function toolAnnotations(action: AnyAction, options: McpActionOptions = {}): ToolAnnotations {
+export function toolAnnotations(action: AnyAction, options: McpActionOptions = {}): McpToolAnnotations {
   return {
     ...(options.title !== undefined ? { title: options.title } : {}),
     readOnlyHint: false,
@@ -123,17 +142,56 @@ export function toolAnnotations(action: AnyAction, options: McpActionOptions = {
   };
 }
 
-/** The server surface `registerActions` uses; an `McpServer` from the SDK satisfies it. */
-export type McpServerLike = Pick<McpServer, 'registerTool'>;
+/** A tool handler as readback registers it: arguments plus the SDK's request context. */
+type ToolHandler = (args: unknown, extra: unknown) => Promise<McpToolResult>;
+
+/**
+ * The server surface `registerActions` uses. An `McpServer` from `@modelcontextprotocol/sdk` 1.x or from
+ * `@modelcontextprotocol/server` 2.x satisfies it.
+ */
+export interface McpServerLike {
+  registerTool(
+    name: string,
+    config: {
+      title?: string;
+      description?: string;
+      // biome-ignore lint/suspicious/noExplicitAny: each SDK line types its schemas differently.
+      inputSchema?: any;
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      outputSchema?: any;
+      annotations?: McpToolAnnotations;
+    },
+    // biome-ignore lint/suspicious/noExplicitAny: the SDKs type the callback by the schema given.
+    cb: any,
+  ): unknown;
+}
+
+/** A 2.x `ServerContext` carries the request under `mcpReq`; 1.x passes `RequestHandlerExtra` flat. */
+function requestExtra(raw: unknown): McpRequestExtra {
+  const v2 = raw as {
+    sessionId?: string;
+    mcpReq?: { id: string | number; signal: AbortSignal };
+    http?: { authInfo?: { clientId?: string } };
+  };
+  if (v2.mcpReq) {
+    return {
+      signal: v2.mcpReq.signal,
+      requestId: v2.mcpReq.id,
+      sessionId: v2.sessionId,
+      authInfo: v2.http?.authInfo,
+    };
+  }
+  return raw as McpRequestExtra;
+}
 
 /**
  * Registers one tool per action on an `McpServer`. Tool name = action name; description = the
  * action's description plus its postcondition. Resolves every call through `runner.run`.
  *
  * Input schemas: a zod action schema is handed to the SDK as is (it is listed in `tools/list`, and
- * the SDK rejects invalid arguments before anything runs). Any other Standard Schema is listed as an
- * open object and validated by readback, so invalid arguments come back as a `failed` completion
- * with `errorCode: invalid_input`.
+ * the SDK rejects invalid arguments before anything runs); on SDK 2.x so is any Standard Schema that
+ * also provides JSON Schema. Any other schema is listed as an open object and validated by readback,
+ * so invalid arguments come back as a `failed` completion with `errorCode: invalid_input`.
  */
 export function registerActions(
   server: McpServerLike,
@@ -143,35 +201,72 @@ export function registerActions(
 ): void {
   const list = Array.isArray(actions) ? actions : Object.values(actions);
   const connection = `mcp:${crypto.randomUUID()}`;
+  // SDK 2.x lists any Standard Schema that carries JSON Schema; 1.x converts zod schemas itself.
+  const v2 = typeof (server as { toolInputSchemaJson?: unknown }).toolInputSchemaJson === 'function';
+  const context = (raw: unknown, own: McpActionOptions): RunContext => {
+    const extra = requestExtra(raw);
+    const scope = typeof options.scope === 'function' ? options.scope(extra) : options.scope;
+    const actor = options.actor ? options.actor(extra) : extra.authInfo?.clientId;
+    return {
+      runId: options.runId ? options.runId(extra) : extra.sessionId ? `mcp:${extra.sessionId}` : connection,
+      signal: extra.signal,
+      ...(scope ? { scope } : {}),
+      ...(actor ? { actor } : {}),
+      ...(own.wait !== undefined ? { wait: own.wait } : {}),
+    };
+  };
   for (const action of list) {
     runner.register(action);
     const own = { ...options, ...options.actions?.[action.name] };
-    const inputSchema = isZod(action.input) ? (action.input as unknown as z.ZodType) : passthroughInput;
-    server.registerTool(
-      action.name,
-      {
-        ...(own.title !== undefined ? { title: own.title } : {}),
-        description: `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
-        inputSchema,
-        outputSchema: completionSchema,
-        annotations: toolAnnotations(action, own),
-      },
-      async (args: unknown, extra: McpRequestExtra) => {
-        const scope = typeof options.scope === 'function' ? options.scope(extra) : options.scope;
-        const actor = options.actor ? options.actor(extra) : extra.authInfo?.clientId;
-        const ctx: RunContext = {
-          runId: options.runId
-            ? options.runId(extra)
-            : extra.sessionId
-              ? `mcp:${extra.sessionId}`
-              : connection,
-          signal: extra.signal,
-          ...(scope ? { scope } : {}),
-          ...(actor ? { actor } : {}),
-          ...(own.wait !== undefined ? { wait: own.wait } : {}),
-        };
-        return toolResult(await runner.run(action, args, ctx));
-      },
+    const usable = v2 ? hasJsonSchema(action.input) : isZod(action.input);
+    const config = {
+      ...(own.title !== undefined ? { title: own.title } : {}),
+      description: `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
+      inputSchema: usable ? (action.input as unknown) : passthroughInput,
+      outputSchema: completionSchema,
+      annotations: toolAnnotations(action, own),
+    };
+    const task = taskSettings(action, own.tasks, options.actions?.[action.name]?.tasks !== undefined);
+    if (task) {
+      registerTaskTool(
+        server as McpTaskServerLike,
+        runner,
+        {
+          action,
+          config,
+          context: (raw) => {
+            const { signal: _ignored, ...ctx } = context(raw, own);
+            return ctx;
+          },
+          toolResult,
+          text: completionText,
+          wait: own.wait !== false,
+        },
+        task,
+      );
+      continue;
+    }
+    const handler: ToolHandler = async (args, extra) =>
+      toolResult(await runner.run(action, args, context(extra, own)));
+    server.registerTool(action.name, config, handler);
+  }
+}
+
+/** The task settings for an action, or undefined when it is served as a plain tool. */
+function taskSettings(
+  action: AnyAction,
+  setting: boolean | McpTaskOptions | undefined,
+  perAction: boolean,
+): McpTaskOptions | undefined {
+  if (setting === undefined || setting === false) return undefined;
+  if (action.mode !== 'accepted') {
+    // A global `tasks` covers the accepted-mode actions; naming a committed action is a mistake.
+    if (!perAction) return undefined;
+    throw new ReadbackError(
+      'invalid_options',
+      `only accepted-mode actions run as MCP tasks; "${action.name}" is ${action.mode}`,
+      `actions.${action.name}.tasks`,
     );
   }
+  return setting === true ? {} : setting;
 }

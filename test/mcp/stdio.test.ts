@@ -1,43 +1,20 @@
-import { execSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completionText } from '../../src/mcp/index.js';
+import { prepareExampleServer } from './example.js';
 import { completionOf, textOf } from './support.js';
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const serverPath = join(repo, 'examples', 'mcp-server.mjs');
-// The entry points the example imports (by the package's own name, through its exports map).
-const built = ['index.js', 'mcp/index.js', 'testing/index.js'].map((f) => join(repo, 'dist', f));
-
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** The example runs from dist, like a user's server would; build only when dist is missing or older than src. */
-function ensureBuilt(): void {
-  const stale =
-    built.some((f) => !existsSync(f)) ||
-    Math.min(...built.map((f) => statSync(f).mtimeMs)) < newestSource(join(repo, 'src'));
-  if (stale) execSync('npm run build --silent', { cwd: repo, stdio: 'inherit' });
-}
-
 let client: Client;
+let cleanup: (() => Promise<void>) | undefined;
 let transport: StdioClientTransport;
 let serverLog = '';
 const protocolErrors: Error[] = [];
 
 beforeAll(async () => {
-  ensureBuilt();
-  transport = new StdioClientTransport({ command: process.execPath, args: [serverPath], stderr: 'pipe' });
+  const example = await prepareExampleServer();
+  cleanup = example.cleanup;
+  transport = new StdioClientTransport({ command: process.execPath, args: [example.path], stderr: 'pipe' });
   transport.stderr?.on('data', (chunk: Buffer) => {
     serverLog += chunk.toString();
   });
@@ -47,8 +24,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  // Only reached when a test failed before the close test ran; close is idempotent.
+  // The close test has normally closed the client already; close is idempotent.
   await client?.close();
+  await cleanup?.();
 });
 
 describe('examples/mcp-server.mjs over stdio, as a child process, with the SDK Client', () => {
