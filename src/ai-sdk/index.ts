@@ -1,5 +1,5 @@
 /**
- * readback/ai-sdk: readback actions as tools for the Vercel AI SDK (`ai` 6.x).
+ * readback/ai-sdk: readback actions as tools for the Vercel AI SDK (`ai` 6.x and 7.x).
  *
  * Each tool call runs through `runner.run` and its result (what `generateText` returns in
  * `toolResults`) is the honest Completion. What the model is shown comes from `toModelOutput`: the
@@ -12,7 +12,7 @@
  *
  * `ai` is an optional peer dependency, imported only by this subpath.
  */
-import { type JSONSchema7, jsonSchema, type Tool, type ToolExecutionOptions, tool } from 'ai';
+import { type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
 import type { Action, Completion, RunContext, Status } from '../contract/types.js';
 import { STATUSES } from '../contract/types.js';
 import { completionText, isErrorStatus } from '../integrations/text.js';
@@ -24,8 +24,18 @@ export { completionText, isErrorStatus };
 /** What a tool result shows the model; the AI SDK's `ToolResultOutput` (not exported by `ai` itself). */
 export type ModelOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 
+/**
+ * What a per-call option is given: the part of the SDK's tool execution options that ai 6 and 7 share
+ * (7 made `ToolExecutionOptions` generic over a tool context, so it is not named here).
+ */
+export interface ToolCallInfo {
+  toolCallId: string;
+  abortSignal?: AbortSignal;
+  messages: unknown[];
+}
+
 /** A value that depends on the tool call: given as is, or derived from the SDK's execution options. */
-type PerCall<T> = T | ((options: ToolExecutionOptions) => T);
+type PerCall<T> = T | ((options: ToolCallInfo) => T);
 
 /** Options for `aiTool` and `aiTools`. */
 export interface AiToolOptions {
@@ -47,8 +57,8 @@ export interface AiToolOptions {
   wait?: boolean;
 }
 
-function resolve<T>(value: PerCall<T> | undefined, options: ToolExecutionOptions): T | undefined {
-  return typeof value === 'function' ? (value as (o: ToolExecutionOptions) => T)(options) : value;
+function resolve<T>(value: PerCall<T> | undefined, options: ToolCallInfo): T | undefined {
+  return typeof value === 'function' ? (value as (o: ToolCallInfo) => T)(options) : value;
 }
 
 /** True when the AI SDK treats the schema as zod (it checks the Standard Schema vendor). */
@@ -94,13 +104,14 @@ export function aiTool<I, O>(
 ): Tool<I, Completion> {
   runner.register(action);
   const defaultRunId = `ai:${crypto.randomUUID()}`;
-  return tool<I, Completion>({
+  // No explicit type arguments: ai 7's two-argument overload of tool() reads them as <INPUT, CONTEXT>.
+  return tool({
     description:
       options.description ??
       `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
     ...(options.title !== undefined ? { title: options.title } : {}),
     inputSchema: inputSchemaOf(action as Action<I, unknown>),
-    execute: async (input, callOptions) => {
+    execute: async (input: I, callOptions: ToolCallInfo): Promise<Completion> => {
       const scope = resolve(options.scope, callOptions);
       const actor = resolve(options.actor, callOptions);
       const ctx: RunContext = {
@@ -112,7 +123,7 @@ export function aiTool<I, O>(
       };
       return runner.run(action, input, ctx);
     },
-    toModelOutput: ({ output }) => modelOutput(output),
+    toModelOutput: ({ output }: { output: Completion }) => modelOutput(output),
   });
 }
 
