@@ -3,11 +3,13 @@ import type { Clock } from '../clock.js';
 import { evaluate } from '../contract/evaluate.js';
 import type { AnyAction, Completion, RunContext, StepContext } from '../contract/types.js';
 import type { Lifecycle, NewEvent, OperationRecord, OperationStore, RecordPatch } from '../store/types.js';
+import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
 import { isAccepted, isRejected } from './markers.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
 import { withDeadline } from './timeout.js';
+import type { RunTrace, Tracer } from './trace.js';
 import {
   failedNames,
   isSettledVerdict,
@@ -24,6 +26,8 @@ export interface DriveEnv {
   random: () => number;
   /** How many times the runner may re-execute after proving an ambiguous attempt did not land. */
   retryBudget: number;
+  /** Present only when trace sinks are configured. */
+  tracer?: Tracer | undefined;
 }
 
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
@@ -42,7 +46,10 @@ export class Drive {
     private readonly env: DriveEnv,
     private readonly action: AnyAction,
     private record: OperationRecord,
-    private readonly run: Pick<RunContext, 'signal' | 'actor'> & { signal: AbortSignal },
+    private readonly run: Pick<RunContext, 'signal' | 'actor'> & {
+      signal: AbortSignal;
+      trace?: RunTrace | undefined;
+    },
     /** Set when a reconciler drives the record under a lease: every write must present it. */
     private readonly leaseToken?: string,
   ) {}
@@ -51,7 +58,8 @@ export class Drive {
   async start(): Promise<Completion> {
     const { action } = this;
     if (action.before) {
-      const base = await readBaseline(this.env.clock, action, this.record.input, this.stepContext);
+      const read = () => readBaseline(this.env.clock, action, this.record.input, this.stepContext);
+      const base = await (this.run.trace ? this.run.trace.baseline(this.record, read) : read());
       if (!base.ok) {
         const code = base.code === 'aborted' ? 'aborted' : 'baseline_unavailable';
         return this.stayRequested({ status: 'failed', errorCode: code, reason: base.reason });
@@ -184,9 +192,11 @@ export class Drive {
 
     let raw: unknown;
     try {
-      raw = await withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
-        action.execute(this.record.input, this.stepContext(signal)),
-      );
+      const call = () =>
+        withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
+          action.execute(this.record.input, this.stepContext(signal)),
+        );
+      raw = await (this.run.trace ? this.run.trace.execute(this.record, call) : call());
     } catch (error) {
       if (action.mode === 'optimistic') {
         this.pendingDetail = { error: describeError(error) };
@@ -244,7 +254,7 @@ export class Drive {
       );
     }
     if (this.action.mode === 'committed') return this.verifyCommitted(true);
-    const reading = await readOnce(this.env.clock, this.action, this.record.input, this.stepContext);
+    const reading = await this.read('in_doubt');
     if (reading.kind === 'absent') return this.judgeAbsence(reading);
     if (reading.kind === 'error') return this.unresolved(reading);
     const ok = await this.move(
@@ -261,7 +271,7 @@ export class Drive {
     const deadline = env.clock.now() + action.settle.timeoutMs;
     let reading: Reading;
     for (;;) {
-      reading = await readOnce(env.clock, action, this.record.input, this.stepContext);
+      reading = await this.read(inDoubt ? 'in_doubt' : 'verify');
       if (reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading))) break;
       // A lagging read may catch up: re-read within the settle window.
       if (env.clock.now() + action.settle.intervalMs > deadline) break;
@@ -342,7 +352,7 @@ export class Drive {
           return this.parkPending();
         }
       }
-      const reading = await readOnce(env.clock, action, this.record.input, this.stepContext);
+      const reading = await this.read('poll');
       const done = await this.judgeAccepted(reading);
       if (done) return done;
       if (this.budgetSpent()) return this.budgetExhausted();
@@ -377,6 +387,11 @@ export class Drive {
     if (evaluation.verdict === 'stale') return undefined;
     const seen = seenFacts(evaluation, reading.at);
     return this.mismatch(reading, failedNames(seen.checks), seen);
+  }
+
+  private read(phase: ReadPhase): Promise<Reading> {
+    const read = () => readOnce(this.env.clock, this.action, this.record.input, this.stepContext);
+    return this.run.trace ? this.run.trace.observe(phase, this.record, read) : read();
   }
 
   private budgetSpent(): boolean {
@@ -522,6 +537,7 @@ export class Drive {
     attempt?: number,
   ): Promise<boolean> {
     const now = this.env.clock.now();
+    const was = this.record.lifecycle;
     const detail = { ...this.pendingDetail, ...event.detail };
     this.pendingDetail = {};
     const next = await this.env.store.transition(
@@ -531,7 +547,7 @@ export class Drive {
       {
         type: event.type,
         at: now,
-        from: this.record.lifecycle,
+        from: was,
         to: patch.lifecycle ?? this.record.lifecycle,
         status: patch.status ?? this.record.status,
         actor: this.run.actor ?? this.record.actor,
@@ -545,6 +561,7 @@ export class Drive {
     );
     if (!next) return false;
     this.record = next;
+    this.run.trace?.transition(event.type, was, next);
     return true;
   }
 

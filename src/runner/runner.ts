@@ -13,6 +13,7 @@ import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
 import { NEVER_ABORTED } from './timeout.js';
+import { type RunTrace, type TraceOptions, Tracer } from './trace.js';
 
 // How long a reserved record may sit in `requested` (its baseline read runs then) before a reconciler
 // treats its run as dead; a live run that is merely slow still wins, because its move to executing is a CAS.
@@ -31,6 +32,21 @@ export interface RunnerOptions {
   random?: () => number;
   /** Operation id generator. */
   newId?: () => string;
+  /** The run record: typed events for every step, redacted, sent to these sinks. Off (and free) by default. */
+  trace?: TraceOptions;
+}
+
+/** The context of one `runner.run` call: the run context plus facts recorded in the trace. */
+export interface RunOptions extends RunContext {
+  /** The agent turn this tool call belongs to. */
+  turn?: number;
+  tenant?: string;
+  /** Deployment environment (`production`, `staging`, …). */
+  environment?: string;
+  /** The names of the tools the model could choose from when it made this call. */
+  toolsExposed?: string[];
+  /** The model's tool call id (`gen_ai.tool.call.id`); one is generated when absent. */
+  toolCallId?: string;
 }
 
 /** Options for `runner.poll`. */
@@ -46,7 +62,7 @@ export interface Runner {
   readonly store: OperationStore;
   readonly clock: Clock;
   /** Runs one action call; resolves to a Completion for every outcome, throws only on misuse. */
-  run<I, O>(action: Action<I, O>, input: unknown, ctx: RunContext): Promise<Completion>;
+  run<I, O>(action: Action<I, O>, input: unknown, ctx: RunOptions): Promise<Completion>;
   /** Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded. */
   poll(operationId: string, options?: PollOptions): Promise<Completion>;
   /** Records a reviewer's approval of an operation awaiting it; the next run or poll executes it once. */
@@ -71,10 +87,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   }
   const random = options.random ?? Math.random;
   const newId = options.newId ?? (() => `op_${randomUUID()}`);
-  const env = { store, clock, random, retryBudget };
+  const tracer = createTracer(options.trace, clock);
+  const env = { store, clock, random, retryBudget, tracer };
   const registry = new Map<string, AnyAction>();
   // Drives in progress in this process, by idempotency key and by operation id, so duplicates join them.
-  const byKey = new Map<string, { fingerprint: string; done: Promise<Completion> }>();
+  const byKey = new Map<string, { id: string; fingerprint: string; done: Promise<Completion> }>();
   const byId = new Map<string, Promise<Completion>>();
 
   function register(action: AnyAction): void {
@@ -95,7 +112,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
   function track(id: string, key: string | undefined, fingerprint: string, done: Promise<Completion>) {
     byId.set(id, done);
-    if (key) byKey.set(key, { fingerprint, done });
+    if (key) byKey.set(key, { id, fingerprint, done });
     const forget = () => {
       byId.delete(id);
       if (key && byKey.get(key)?.done === done) byKey.delete(key);
@@ -105,7 +122,30 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     return done;
   }
 
-  async function run<I, O>(action: Action<I, O>, rawInput: unknown, ctx: RunContext): Promise<Completion> {
+  function run<I, O>(action: Action<I, O>, rawInput: unknown, ctx: RunOptions): Promise<Completion> {
+    if (!tracer) return decide(action, rawInput, ctx, undefined);
+    let t: RunTrace;
+    try {
+      // Misuse is reported before the call is recorded, and as a rejection like every other run error.
+      register(action as AnyAction);
+      checkContext(ctx);
+      t = tracer.begin(action, {
+        runId: ctx.runId,
+        entry: 'run',
+        ...pick(ctx, ['turn', 'tenant', 'actor', 'environment', 'scope', 'toolsExposed', 'toolCallId']),
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return traced(t, decide(action, rawInput, ctx, t));
+  }
+
+  async function decide<I, O>(
+    action: Action<I, O>,
+    rawInput: unknown,
+    ctx: RunOptions,
+    t: RunTrace | undefined,
+  ): Promise<Completion> {
     register(action as AnyAction);
     checkContext(ctx);
     const scope = ctx.scope ?? {};
@@ -122,6 +162,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     try {
       validated = await validateInput(action.input, rawInput);
     } catch (error) {
+      t?.selected(false, rawInput, { issues: ['validation threw'] });
       return early({
         status: 'failed',
         errorCode: 'invalid_input',
@@ -129,6 +170,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       });
     }
     if (!validated.ok) {
+      t?.selected(false, rawInput, { issues: validated.issues });
       return early({ status: 'failed', errorCode: 'invalid_input', reason: validated.issues.join('; ') });
     }
     const input = validated.value;
@@ -138,9 +180,12 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       if (typeof target !== 'string' || target === '')
         throw new Error('target() must return a non-empty string');
     } catch (error) {
+      t?.selected(true, input);
       return early({ status: 'failed', errorCode: 'invalid_target', reason: describeError(error) });
     }
+    t?.selected(true, input, { target });
     const denial = await authorize(action, input, ctx);
+    t?.permission(action.authorize !== undefined, denial);
     if (denial) return early({ status: 'failed', errorCode: 'not_authorized', reason: denial }, target);
 
     let fingerprint: string;
@@ -161,7 +206,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
     const joined = byKey.get(key);
     if (joined) {
-      if (joined.fingerprint === fingerprint) return joined.done;
+      if (joined.fingerprint === fingerprint) {
+        t?.reserved({ id: joined.id, idempotencyKey: key, fingerprint }, 'joined');
+        return joined.done;
+      }
       return conflict(action as AnyAction, target, key, (await store.getByKey(key))?.id ?? newId());
     }
     const id = newId();
@@ -196,8 +244,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const done = reservation.then(
       ({ record, created }) => {
         if (record.fingerprint !== fingerprint) return conflict(action as AnyAction, target, key, record.id);
-        if (!created) return resume(record, { signal, wait: ctx.wait !== false, actor: ctx.actor });
-        const drive = new Drive(env, action as AnyAction, record, { signal, actor: ctx.actor });
+        t?.reserved(record, created ? 'created' : 'existing');
+        if (!created) return resume(record, { signal, wait: ctx.wait !== false, actor: ctx.actor, trace: t });
+        const drive = new Drive(env, action as AnyAction, record, { signal, actor: ctx.actor, trace: t });
         drive.runWait = ctx.wait !== false;
         return drive.start().catch((error) => storeFailure(error, action as AnyAction, drive.position()));
       },
@@ -214,7 +263,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
   async function resume(
     record: OperationRecord,
-    opts: { signal: AbortSignal; wait: boolean; actor: string | undefined },
+    opts: { signal: AbortSignal; wait: boolean; actor: string | undefined; trace: RunTrace | undefined },
   ): Promise<Completion> {
     if (record.lifecycle === 'settled' && record.completion) return record.completion;
     const inflight = byId.get(record.id);
@@ -223,7 +272,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     if (!action) {
       throw new ReadbackError('unknown_action', `no registered action is named "${record.action}"`, 'action');
     }
-    const drive = new Drive(env, action, record, { signal: opts.signal, actor: opts.actor });
+    const drive = new Drive(env, action, record, {
+      signal: opts.signal,
+      actor: opts.actor,
+      trace: opts.trace,
+    });
     drive.runWait = opts.wait;
     // A duplicate run never re-executes open work: it only reads it back.
     const advanced = drive.advance(opts.wait ? 'wait' : 'once');
@@ -262,11 +315,27 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const record = await store.get(operationId);
     if (!record)
       throw new ReadbackError('unknown_operation', `no operation has id "${operationId}"`, 'operationId');
-    return resume(record, {
+    const known = registry.get(record.action);
+    const t =
+      tracer && known
+        ? tracer.begin(
+            known,
+            {
+              runId: record.runId,
+              entry: 'poll',
+              scope: record.scope,
+              ...(options.actor ? { actor: options.actor } : {}),
+            },
+            record,
+          )
+        : undefined;
+    const done = resume(record, {
       signal: options.signal ?? NEVER_ABORTED,
       wait: options.wait === true,
       actor: options.actor,
+      trace: t,
     });
+    return t ? traced(t, done) : done;
   }
 
   const actionNamed = (name: string) => registry.get(name);
@@ -281,6 +350,40 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     reject: (id, decision) => recordDecision(store, actionNamed, id, 'rejected', decision, clock.now()),
     reconcile: (options) => reconcileLoop(env, actionNamed, options),
   };
+}
+
+function createTracer(options: TraceOptions | undefined, clock: Clock): Tracer | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null || !Array.isArray(options.sinks)) {
+    throw new ReadbackError('invalid_options', 'expected { sinks: TraceSink[] }', 'trace');
+  }
+  options.sinks.forEach((sink, i) => {
+    if (typeof sink?.write !== 'function') {
+      throw new ReadbackError('invalid_options', 'a sink needs a write(event) method', `trace.sinks[${i}]`);
+    }
+  });
+  // No sinks means no events: skip building them entirely.
+  return options.sinks.length ? new Tracer(options, clock) : undefined;
+}
+
+/** Emits the call's completion (or its error) when it ends, passing the outcome through unchanged. */
+function traced(t: RunTrace, done: Promise<Completion>): Promise<Completion> {
+  return done.then(
+    (c) => {
+      t.completed(c);
+      return c;
+    },
+    (error) => {
+      t.failed(error);
+      throw error;
+    },
+  );
+}
+
+function pick<T extends object, K extends keyof T>(from: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
+  return out;
 }
 
 function conflict(action: AnyAction, target: string, key: string, operationId: string): Completion {

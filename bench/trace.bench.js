@@ -1,0 +1,262 @@
+// Overhead of the run record per action: runner.run on memoryStore() with no trace, against the same runs with
+// a callback sink, the JSONL file sink and the OpenTelemetry adapter (real SDK providers, spans exported to a
+// no-op exporter, metrics aggregated). Run with `npm run bench:trace` (builds first). Loops alternate within
+// each round, in a rotating order, so machine noise hits all alike; we report per-round rates, their medians
+// and the median of the per-round ratios to the untraced loop.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { callbackSink, createRunner, defineAction, jsonlSink, memoryStore } from '../dist/index.js';
+import { otelSink } from '../dist/otel/index.js';
+
+const OPS = Number(process.env.BENCH_OPS ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+// Loopback HTTP is ~5x slower per action; fewer actions keep the run short.
+const HTTP_OPS = Number(process.env.BENCH_HTTP_OPS ?? 4_000);
+const dir = mkdtempSync(join(tmpdir(), 'readback-trace-bench-'));
+
+// The system of record. `none`: a Map with no I/O (the runner's worst case, so tracing's share is largest);
+// `turn`: a Map behind one event-loop turn per call; `http`: a real HTTP service on loopback (the cheapest
+// remote call a real tool makes). The operation store is memoryStore() in every case.
+function makeSystem(io) {
+  if (io === 'http') return httpSystem();
+  const rows = new Map();
+  const turn = io === 'turn' ? () => new Promise((resolve) => setImmediate(resolve)) : async () => {};
+  return {
+    async write(id, status) {
+      await turn();
+      rows.set(id, { id, status, version: (rows.get(id)?.version ?? 0) + 1 });
+      return { ok: true };
+    },
+    async read(id) {
+      await turn();
+      const row = rows.get(id);
+      return row ? { ...row } : null;
+    },
+  };
+}
+
+let server;
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+async function startServer() {
+  const rows = new Map();
+  server = http.createServer((req, res) => {
+    const id = req.url.slice(1);
+    if (req.method === 'PUT') {
+      let body = '';
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        rows.set(id, { id, status: JSON.parse(body).status, version: (rows.get(id)?.version ?? 0) + 1 });
+        res.end('{"ok":true}');
+      });
+      return;
+    }
+    const row = rows.get(id);
+    res.statusCode = row ? 200 : 404;
+    res.end(row ? JSON.stringify(row) : 'null');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+}
+
+function request(method, path, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port: server.address().port, method, path, agent },
+      (res) => {
+        let data = '';
+        res.on('data', (chunk) => {
+          data += chunk;
+        });
+        res.on('end', () => resolve(JSON.parse(data)));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function httpSystem() {
+  const prefix = `/${Math.random().toString(36).slice(2)}-`;
+  return {
+    write: (id, status) => request('PUT', `${prefix}${id}`, JSON.stringify({ status })),
+    read: (id) => request('GET', `${prefix}${id}`),
+  };
+}
+
+// A minimal Standard Schema so validation cost is the runner's own, not a library's.
+const inputSchema = {
+  '~standard': {
+    version: 1,
+    vendor: 'bench',
+    validate: (value) =>
+      typeof value?.id === 'string' && typeof value?.status === 'string'
+        ? { value }
+        : { issues: [{ message: 'expected { id, status }' }] },
+  },
+};
+
+function makeAction(system) {
+  return defineAction({
+    name: 'set_status',
+    description: 'Sets a row status',
+    input: inputSchema,
+    target: (input) => `row:${input.id}`,
+    postcondition: 'The row has the requested status.',
+    execute: (input) => system.write(input.id, input.status),
+    observe: (input) => system.read(input.id),
+    expect: (input) => ({ status: input.status }),
+  });
+}
+
+class NoopReader extends MetricReader {
+  async onShutdown() {}
+  async onForceFlush() {}
+}
+const noopExporter = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+
+// Each kind builds its sinks fresh per loop; `finish` waits for what the sink still owes (the file's writes).
+const KINDS = {
+  none: () => ({ trace: undefined, finish: async () => {} }),
+  callback: () => {
+    let events = 0;
+    return {
+      trace: { sinks: [callbackSink(() => void events++)] },
+      finish: async () => {
+        if (events === 0) throw new Error('the callback sink saw no events');
+      },
+    };
+  },
+  jsonl: () => {
+    const path = join(dir, `trace-${Math.random().toString(36).slice(2)}.jsonl`);
+    const file = jsonlSink(path, { append: false });
+    return {
+      trace: { sinks: [file] },
+      finish: async () => {
+        await file.close();
+        if (statSync(path).size === 0) throw new Error('the JSONL file is empty');
+        rmSync(path);
+      },
+    };
+  },
+  // The adapter with no OpenTelemetry SDK registered: the API's no-op tracer and meter.
+  otelApiOnly: () => {
+    const sink = otelSink();
+    return {
+      trace: { sinks: [sink] },
+      finish: async () => {
+        if (sink.openSpans() !== 0) throw new Error('spans left open');
+      },
+    };
+  },
+  otel: () => {
+    const tracerProvider = new BasicTracerProvider({
+      spanProcessors: [new BatchSpanProcessor(noopExporter)],
+    });
+    const meterProvider = new MeterProvider({ readers: [new NoopReader()] });
+    const sink = otelSink({
+      tracer: tracerProvider.getTracer('bench'),
+      meter: meterProvider.getMeter('bench'),
+    });
+    return {
+      trace: { sinks: [sink] },
+      finish: async () => {
+        if (sink.openSpans() !== 0) throw new Error('spans left open');
+        await tracerProvider.shutdown();
+        await meterProvider.shutdown();
+      },
+    };
+  },
+};
+
+async function loop(kind, io) {
+  const ops = io === 'http' ? HTTP_OPS : OPS;
+  const system = makeSystem(io);
+  const action = makeAction(system);
+  const { trace, finish } = KINDS[kind]();
+  const runner = createRunner({ store: memoryStore(), ...(trace ? { trace } : {}) });
+  let verified = 0;
+  const start = process.hrtime.bigint();
+  const cpuStart = process.cpuUsage();
+  for (let i = 0; i < ops; i++) {
+    const c = await runner.run(action, { id: `r${i}`, status: 'done' }, { runId: 'bench' });
+    if (c.status === 'verified') verified++;
+  }
+  await finish();
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const cpu = process.cpuUsage(cpuStart);
+  if (verified !== ops) throw new Error(`${kind}: verified ${verified} of ${ops}`);
+  // CPU time (user + system, all of this process's threads) is reported too: on a shared, loaded machine it
+  // moves far less than wall-clock time, which also counts the time other processes held the cores.
+  return { rate: ops / seconds, cpuUsPerOp: (cpu.user + cpu.system) / ops };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+async function measure(io) {
+  const kinds = Object.keys(KINDS);
+  for (const kind of kinds) await loop(kind, io); // warm-up, not counted
+  const series = (k) => [k, { rates: [], ratios: [], cpu: [], cpuRatios: [] }];
+  const by = Object.fromEntries(kinds.map(series));
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]);
+    const got = {};
+    for (const kind of order) got[kind] = await loop(kind, io);
+    for (const kind of kinds) {
+      by[kind].rates.push(got[kind].rate);
+      by[kind].ratios.push(got[kind].rate / got.none.rate);
+      by[kind].cpu.push(got[kind].cpuUsPerOp);
+      by[kind].cpuRatios.push(got[kind].cpuUsPerOp / got.none.cpuUsPerOp);
+    }
+  }
+  return kinds.map((kind) => ({
+    io,
+    kind,
+    rate: median(by[kind].rates),
+    ratio: median(by[kind].ratios),
+    cpu: median(by[kind].cpu),
+    cpuRatio: median(by[kind].cpuRatios),
+  }));
+}
+
+await startServer();
+const results = [];
+for (const io of ['none', 'turn', 'http']) results.push(...(await measure(io)));
+server.close();
+agent.destroy();
+rmSync(dir, { recursive: true, force: true });
+
+const label = {
+  none: 'no trace',
+  callback: 'callback sink',
+  jsonl: 'JSONL file sink',
+  otelApiOnly: 'OpenTelemetry sink, API only (no SDK registered)',
+  otel: 'OpenTelemetry sink (SDK, batch processor, no-op exporter)',
+};
+const ioLabel = {
+  none: 'Map, no I/O',
+  turn: 'Map, one event-loop turn per call',
+  http: 'HTTP on loopback (keep-alive)',
+};
+console.log(
+  `readback trace overhead — ${OPS} committed actions (${HTTP_OPS} over HTTP) × ${ROUNDS} rounds, memoryStore, node ${process.version}`,
+);
+console.log('| system of record | trace | ops/s | wall-clock overhead | CPU µs/op | CPU overhead |');
+console.log('|---|---|---:|---:|---:|---:|');
+const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
+for (const r of results) {
+  const wall = r.kind === 'none' ? '—' : pct(1 / r.ratio - 1);
+  const cpu = r.kind === 'none' ? '—' : pct(r.cpuRatio - 1);
+  console.log(
+    `| ${ioLabel[r.io]} | ${label[r.kind]} | ${Math.round(r.rate)} | ${wall} | ${r.cpu.toFixed(1)} | ${cpu} |`,
+  );
+}
+console.log('(medians over rounds; overheads are medians of per-round ratios to the untraced loop)');
