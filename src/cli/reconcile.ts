@@ -169,7 +169,11 @@ export const reconcileCommand: Command = {
     },
     once: { type: 'boolean', description: 'one pass over what is due now, then exit' },
     concurrency: { type: 'string', description: 'operations driven in parallel per round (default 8)' },
-    'lease-ms': { type: 'string', description: 'lease length in ms; must outlast any step (default 60000)' },
+    'lease-ms': {
+      type: 'string',
+      description:
+        'lease length in ms, renewed every third of it while an operation is worked (default 60000)',
+    },
     json: { type: 'boolean', description: 'print only the final report as JSON' },
   },
   run: (args, io) => runReconcile(args, io),

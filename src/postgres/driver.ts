@@ -17,6 +17,13 @@ export interface PgQueryable {
   query(text: string, values?: unknown[]): Promise<PgResult>;
 }
 
+/** A named prepared statement as pg's `query(config)` takes it (pg.Pool and pg.Client both do). */
+export interface PgNamedQuery {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
 /** A pool readback created itself and so must end; `pg.Pool` fits. */
 export interface PgOwnedPool extends PgQueryable {
   end(): Promise<void>;
@@ -35,7 +42,7 @@ const importDriver: ImportModule = (specifier) => import(specifier);
 /** Loads `pg.Pool`, turning a missing package into a `ReadbackError` that says what to do. */
 export async function loadPgPool(
   importModule: ImportModule = importDriver,
-): Promise<new (config: { connectionString: string }) => PgOwnedPool> {
+): Promise<new (config: { connectionString: string; max?: number }) => PgOwnedPool> {
   let loaded: unknown;
   try {
     loaded = await importModule(DRIVER);
@@ -56,6 +63,7 @@ export async function loadPgPool(
   }
   return Pool as new (config: {
     connectionString: string;
+    max?: number;
   }) => PgOwnedPool;
 }
 

@@ -3,24 +3,53 @@ import { ReadbackError } from '../errors.js';
 import { messageOf } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
 import { loadPgPool, type PgOwnedPool, type PgQueryable } from './driver.js';
+import { type ReconnectOptions, type ReconnectPolicy, reconnectPolicy } from './retry.js';
 import { migrate, requireSchemaName } from './schema.js';
 import { tablesIn } from './sql.js';
-import { createPostgresStore } from './store.js';
+import { createPostgresStore, type LeaseClock } from './store.js';
 
 export { DRIVER_INSTALL, type PgOwnedPool, type PgQueryable, type PgResult } from './driver.js';
+export { isConnectionError, type ReconnectOptions } from './retry.js';
 export { POSTGRES_SCHEMA_VERSION } from './schema.js';
+export type { LeaseClock } from './store.js';
 
 /** The schema readback's tables live in unless told otherwise. */
 export const DEFAULT_SCHEMA = 'readback';
 
+/** Options shared by both ways of opening the store. */
+export interface PostgresStoreOptions {
+  /** The Postgres schema holding every readback table (default `readback`); created if missing. */
+  schema?: string;
+  /**
+   * Whose clock leases run on (default 'database'): the server's clock_timestamp() sets every lease's
+   * expiry and decides whether it is live, so hosts with skewed clocks can neither steal a live lease
+   * nor hold one past its time. 'caller' uses the `now` passed to claimDue/renewLease instead: for
+   * one host, or a test that drives its own timeline (the conformance suite does).
+   */
+  leaseClock?: LeaseClock;
+  /**
+   * Send readback's statements as named prepared statements (default true): pg prepares each once per
+   * connection and then only binds and executes it. Turn off behind PgBouncer in transaction mode
+   * before 1.21 (it cannot carry prepared statements between transactions), or for a `pool` whose
+   * `query` takes only `(text, values)`.
+   */
+  namedStatements?: boolean;
+}
+
 /**
  * Where the store lives: a pool (or client) the caller owns and readback never closes, or a
- * connection string readback opens a `pg.Pool` for and ends on `close()`. `schema` (default
- * `readback`) names the Postgres schema holding every readback table; it is created if missing.
+ * connection string readback opens a `pg.Pool` for and ends on `close()`. Only for the latter does
+ * readback retry statements after connection errors, with jittered backoff (`reconnect`, or
+ * `false` to turn it off).
  */
 export type PostgresStoreSource =
-  | { pool: PgQueryable; schema?: string }
-  | { connectionString: string; schema?: string };
+  | ({ pool: PgQueryable } & PostgresStoreOptions)
+  | ({
+      connectionString: string;
+      reconnect?: ReconnectOptions | false;
+      /** Connections in the pool readback opens (pg's default is 10); mind the server's max_connections. */
+      max?: number;
+    } & PostgresStoreOptions);
 
 /**
  * Opens the Postgres operation store and brings its schema up to date (versioned migrations under
@@ -34,26 +63,62 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
   const schema = source.schema ?? DEFAULT_SCHEMA;
   requireSchemaName(schema);
   const tables = tablesIn(schema);
+  const leaseClock = source.leaseClock ?? 'database';
+  const namedStatements = source.namedStatements ?? true;
+  if (typeof namedStatements !== 'boolean') {
+    throw new ReadbackError('invalid_options', 'must be true or false', 'namedStatements');
+  }
+  if (leaseClock !== 'database' && leaseClock !== 'caller') {
+    throw new ReadbackError('invalid_options', "must be 'database' or 'caller'", 'leaseClock');
+  }
 
   if ('pool' in source) {
     const pool = source.pool;
     if (typeof pool?.query !== 'function') {
       throw new ReadbackError('invalid_options', 'must be a pg Pool or Client (with query())', 'pool');
     }
+    if ((source as { reconnect?: unknown }).reconnect !== undefined) {
+      throw new ReadbackError(
+        'invalid_options',
+        'reconnect applies only to a pool readback opens ({ connectionString }); your pool is yours to manage',
+        'reconnect',
+      );
+    }
     await prepare(pool, schema);
-    return createPostgresStore({ db: pool, tables, label: `postgres store (schema ${schema})` });
+    return createPostgresStore({
+      db: pool,
+      tables,
+      leaseClock,
+      namedStatements,
+      label: `postgres store (schema ${schema})`,
+    });
   }
 
-  const { connectionString } = source as { connectionString?: unknown };
+  const { connectionString, reconnect, max } = source as {
+    connectionString?: unknown;
+    reconnect?: unknown;
+    max?: unknown;
+  };
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new ReadbackError('invalid_options', 'must be a postgres:// connection string', 'connectionString');
   }
+  if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) {
+    throw new ReadbackError('invalid_options', 'must be a whole number ≥ 1', 'max');
+  }
+  let retry: ReconnectPolicy | undefined;
+  if (reconnect !== false) {
+    if (reconnect !== undefined && (typeof reconnect !== 'object' || reconnect === null)) {
+      throw new ReadbackError('invalid_options', 'must be an object or false', 'reconnect');
+    }
+    retry = reconnectPolicy(reconnect as ReconnectOptions | undefined);
+  }
   const Pool = await loadPgPool();
-  const pool: PgOwnedPool = new Pool({ connectionString });
+  const pool: PgOwnedPool = new Pool({ connectionString, ...(max === undefined ? {} : { max }) });
   // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool; without
   // a listener its 'error' event would crash the process. The next query opens a fresh connection.
   pool.on?.('error', () => undefined);
   try {
+    // Not retried: a server that is unreachable at start-up is reported at once, as configuration.
     await prepare(pool, schema);
   } catch (error) {
     // We opened it, so we end it: a refused store must not leave connections behind.
@@ -65,6 +130,9 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     tables,
     end: () => pool.end(),
     label: `postgres store (schema ${schema})`,
+    leaseClock,
+    namedStatements,
+    ...(retry ? { reconnect: retry } : {}),
   });
 }
 

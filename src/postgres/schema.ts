@@ -75,6 +75,17 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'write ids on events',
+    statements: (t) => [
+      // The id of the store call that appended the event. A write whose connection died before its
+      // COMMIT was acknowledged is looked up by it instead of being applied a second time, and the
+      // unique index makes a second apply of the same call fail even if the first commits late.
+      `ALTER TABLE ${t.events} ADD COLUMN write_id text`,
+      `CREATE UNIQUE INDEX events_write_id ON ${t.events} (operation_id, write_id) WHERE write_id IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The database schema version this code writes; a schema with a newer one is refused rather than misread. */

@@ -6,8 +6,12 @@ import type { ListFilter } from '../store/types.js';
 // rides along in a data-modifying CTE. Row locks are taken by the UPDATE (or a FOR NO KEY UPDATE
 // sub-select) of the operation row, and the next event seq comes from that locked row's event_seq,
 // so concurrent writers of one operation serialize on its row and never share a seq. Reads are
-// plain snapshot reads and never wait. Times compared against `now` come from the caller: issue 4
-// moves lease and due times to the database clock.
+// plain snapshot reads and never wait. Due times (next_poll_at) are compared with the caller's `now`,
+// since the runner wrote them from its clock; lease times come from the lease clock: the server's
+// clock_timestamp() unless the store was opened with leaseClock 'caller' (then the caller's `now`).
+
+/** The server's clock in epoch milliseconds, read when the statement evaluates it. */
+const DB_NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 
 /** The quoted, schema-qualified names of readback's tables in one schema. */
 export interface Tables {
@@ -83,7 +87,7 @@ function selectList(prefix: string): string {
 const EVENT_COLUMNS = `operation_id, seq, schema_version, at::float8 AS at, type, from_lifecycle, to_lifecycle,
   status, actor, attempt, detail::text AS detail`;
 
-const EVENT_INSERT = `(operation_id, seq, schema_version, at, type, from_lifecycle, to_lifecycle, status, actor, attempt, detail)`;
+const EVENT_INSERT = `(operation_id, seq, schema_version, at, type, from_lifecycle, to_lifecycle, status, actor, attempt, detail, write_id)`;
 
 /** The parameter count of `reserveSql`'s record part, before its event parameters. */
 export const RESERVE_RECORD_PARAMS = OPERATION_COLUMNS.length;
@@ -100,18 +104,31 @@ export interface Statements {
    * Reserves: INSERT … ON CONFLICT (idempotency_key) DO NOTHING, which waits on a concurrent insert of the
    * same key and then does nothing, plus the seq-1 event in the same statement. Locks: the new row's
    * unique-index entry. $1..$27 record (recordParams order), then event $28 schema_version, $29 at,
-   * $30 type, $31 status, $32 actor, $33 attempt, $34 detail (JSON text or null).
+   * $30 type, $31 status, $32 actor, $33 attempt, $34 detail (JSON text or null), $35 write id.
    */
   reserve: string;
+  /**
+   * Finds the event a store call appended, by the write id it carried, with the operation as it is now
+   * (snapshot read). `seq` equal to `event_seq` means that write is still the operation's latest.
+   * $1 operation id, $2 write id.
+   */
+  selectWrite: string;
   /** Reads an operation's event log in seq order (snapshot read over the primary key). $1 id. */
   selectEvents: string;
   /**
    * Leases due rows: FOR NO KEY UPDATE SKIP LOCKED picks rows no other claimer holds, the UPDATE in the
    * same statement writes the lease and bumps event_seq, and a CTE appends each 'claimed' event.
-   * Row locks on the claimed rows until the statement commits. $1 now, $2 limit, $3 owner,
-   * $4 lease expiry, $5 event schema_version.
+   * Row locks on the claimed rows until the statement commits. Due-ness compares next_poll_at with
+   * the caller's $1; lease liveness and the new expiry use $6 when given, else the server's clock.
+   * $1 now, $2 limit, $3 owner, $4 lease ms, $5 event schema_version, $6 lease clock (or NULL).
    */
   claimDue: string;
+  /**
+   * Extends a lease while its token still matches and the operation is open: expiry becomes lease
+   * clock + $3, never earlier than it was. No event: a heartbeat changes no state anyone reads back.
+   * Locks the one row. $1 id, $2 token, $3 lease ms, $4 lease clock (or NULL for the server's clock).
+   */
+  renewLease: string;
 }
 
 /** Builds the fixed statements for the tables of one schema. */
@@ -128,32 +145,43 @@ export function statementsFor(t: Tables): Statements {
         RETURNING ${all}
       ), ev AS (
         INSERT INTO ${t.events} ${EVENT_INSERT}
-        SELECT id, 1, $28::int, $29::bigint, $30::text, NULL, 'requested', $31::text, $32::text, $33::int, $34::jsonb
+        SELECT id, 1, $28::int, $29::bigint, $30::text, NULL, 'requested', $31::text, $32::text, $33::int, $34::jsonb,
+          $35::text
         FROM ins
       )
       SELECT * FROM ins`,
     selectEvents: `SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE operation_id = $1 ORDER BY seq`,
-    claimDue: `WITH due AS (
+    selectWrite: `SELECT e.seq, ${selectList('o.')}, o.event_seq
+      FROM ${t.events} e JOIN ${t.operations} o ON o.id = e.operation_id
+      WHERE e.operation_id = $1 AND e.write_id = $2`,
+    // A volatile function keeps the clock CTE from being inlined: it is read once per statement.
+    claimDue: `WITH clock AS (
+        SELECT COALESCE($6::bigint, ${DB_NOW_MS}) AS lease_now
+      ), due AS (
         SELECT id FROM ${t.operations}
         WHERE lifecycle IN (${CLAIMABLE_LIFECYCLES.map((l) => `'${l}'`).join(', ')})
           AND next_poll_at IS NOT NULL AND next_poll_at <= $1::bigint
-          AND (lease_expires_at IS NULL OR lease_expires_at <= $1::bigint)
+          AND (lease_expires_at IS NULL OR lease_expires_at <= (SELECT lease_now FROM clock))
         ORDER BY next_poll_at, requested_at, id
         LIMIT $2::int
         FOR NO KEY UPDATE SKIP LOCKED
       ), claimed AS (
         UPDATE ${t.operations} o
-        SET lease_owner = $3::text, lease_token = gen_random_uuid()::text, lease_expires_at = $4::bigint,
-          updated_at = $1::bigint, event_seq = o.event_seq + 1
-        FROM due WHERE o.id = due.id
+        SET lease_owner = $3::text, lease_token = gen_random_uuid()::text,
+          lease_expires_at = clock.lease_now + $4::float8, updated_at = $1::bigint, event_seq = o.event_seq + 1
+        FROM due, clock WHERE o.id = due.id
         RETURNING ${selectList('o.')}, o.event_seq
       ), ev AS (
         INSERT INTO ${t.events} ${EVENT_INSERT}
         SELECT id, event_seq, $5::int, $1::bigint, 'claimed', lifecycle, lifecycle, status, $3::text, attempt,
-          jsonb_build_object('owner', $3::text, 'leaseExpiresAt', $4::bigint)
+          jsonb_build_object('owner', $3::text, 'leaseExpiresAt', lease_expires_at::bigint), NULL
         FROM claimed
       )
       SELECT * FROM claimed ORDER BY next_poll_at, requested_at, id`,
+    renewLease: `UPDATE ${t.operations}
+      SET lease_expires_at = GREATEST(lease_expires_at, COALESCE($4::bigint, ${DB_NOW_MS}) + $3::float8)
+      WHERE id = $1 AND lease_token = $2::text AND lifecycle <> 'settled'
+      RETURNING lease_expires_at::float8 AS lease_expires_at`,
   };
 }
 
@@ -163,7 +191,7 @@ export function statementsFor(t: Tables): Statements {
  * the `from` lifecycles (never 'settled') and, when guarded, still holds the lease token / attempt,
  * bumping event_seq; a CTE appends the event with that seq. Locks: the one operation row until commit.
  * Parameters: $1 id, $2 from lifecycles (text[]), $3 updated_at, then the column values, then the guard
- * values present, then event schema_version, at, type, status, actor, attempt, detail.
+ * values present, then event schema_version, at, type, status, actor, attempt, detail, write id.
  */
 export function transitionSql(
   t: Tables,
@@ -187,7 +215,7 @@ export function transitionSql(
     ), ev AS (
       INSERT INTO ${t.events} ${EVENT_INSERT}
       SELECT id, event_seq, ${e(1)}::int, ${e(2)}::bigint, ${e(3)}::text, from_lifecycle, lifecycle,
-        ${e(4)}::text, ${e(5)}::text, ${e(6)}::int, ${e(7)}::jsonb
+        ${e(4)}::text, ${e(5)}::text, ${e(6)}::int, ${e(7)}::jsonb, ${e(8)}::text
       FROM upd
     )
     SELECT * FROM upd`;

@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
   type EventRow,
@@ -14,6 +15,7 @@ import {
   requireEvent,
   requireKnownLifecycle,
   requirePositiveInt,
+  requireRenewArgs,
   requireString,
   requireTime,
 } from '../store/records.js';
@@ -26,8 +28,12 @@ import {
   type OperationStore,
   RECORD_SCHEMA_VERSION,
 } from '../store/types.js';
-import { isUniqueViolation, type PgQueryable } from './driver.js';
+import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
+import { type ReconnectPolicy, withReconnect } from './retry.js';
 import { listSql, statementsFor, type Tables, transitionSql } from './sql.js';
+
+/** Whose clock decides lease expiry and liveness: the database server's, or the `now` each caller passes. */
+export type LeaseClock = 'database' | 'caller';
 
 /** What the store needs besides the queryable: whether it owns (and so ends) the pool. */
 export interface PgStoreBinding {
@@ -37,13 +43,45 @@ export interface PgStoreBinding {
   end?: () => Promise<void>;
   /** Names the store in error messages. */
   label: string;
+  /** Default 'database'. */
+  leaseClock?: LeaseClock;
+  /** Retries statements after connection errors; only for a pool readback owns (see `withReconnect`). */
+  reconnect?: ReconnectPolicy;
+  /** Sends statements as pg named prepared statements (see `PostgresStoreOptions.namedStatements`); default false here. */
+  namedStatements?: boolean;
 }
 
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
 type WrittenRow = OperationRow & { event_seq?: number };
 
+/** A `selectWrite` row: the event a write appended (`seq`) and the operation as it is now. */
+type FoundWrite = OperationRow & { seq: number; event_seq: number };
+
+// Which statements are retried after a connection error, and why that is safe (withReconnect only
+// retries when the connection failed, so the statement either never ran or its COMMIT outcome is unknown):
+// - reads (get, getByKey, events, list): no effect, so running them again is harmless.
+// - claimDue: if a lost claim did commit, those rows are leased to this owner under tokens it never
+//   learned; nobody can write them until the lease lapses, then any reconciler claims them afresh. A
+//   retry claims other rows. So a lost claim delays work by one lease and never duplicates it.
+// - renewLease: a compare-and-set on the token that only moves expiry forward; applying it twice is
+//   the same as applying it once a moment later.
+// - reserve and transition: NOT blindly re-applied. Each call carries a fresh write id stored on the
+//   event it appends. A retry first looks that id up: found means the earlier try committed, and its
+//   result is rebuilt from the database. Not found means it did not commit yet; the statement runs again
+//   as a compare-and-set, and the unique (operation_id, write_id) index turns a late commit of the first
+//   try into a unique violation of the second (or vice versa), so the write lands at most once.
+// A caller's own pool gets no retries: its owner decides how connections are handled.
+
 /** The `OperationStore` over a Postgres pool or client; every write is one atomic statement. */
-export function createPostgresStore({ db, tables, end, label }: PgStoreBinding): OperationStore {
+export function createPostgresStore({
+  db,
+  tables,
+  end,
+  label,
+  leaseClock = 'database',
+  reconnect,
+  namedStatements = false,
+}: PgStoreBinding): OperationStore {
   const sql = statementsFor(tables);
   let closed = false;
 
@@ -55,15 +93,71 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
   // one at a time (pg@8 queues them with a deprecation warning, pg@9 will refuse), so queue them here.
   const serial = typeof (db as { totalCount?: unknown }).totalCount !== 'number';
   let tail: Promise<unknown> = Promise.resolve();
+  // A named statement is parsed and planned once per connection; after that each call only binds and
+  // executes, which roughly halves the server's work for these short statements.
+  const names = new Map<string, string>();
+  const send = (text: string, values: unknown[]): Promise<PgResult> => {
+    if (!namedStatements) return db.query(text, values);
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `readback_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      names.set(text, name);
+    }
+    return (db.query as unknown as (config: PgNamedQuery) => Promise<PgResult>)({ name, text, values });
+  };
   const query = (text: string, values: unknown[]) => {
-    if (!serial) return db.query(text, values);
-    const run = tail.then(() => db.query(text, values));
+    if (!serial) return send(text, values);
+    const run = tail.then(() => send(text, values));
     tail = run.catch(() => undefined);
     return run;
   };
 
-  const rows = async <Row>(text: string, values: unknown[]): Promise<Row[]> =>
+  const once = async <Row>(text: string, values: unknown[]): Promise<Row[]> =>
     (await query(text, values)).rows as Row[];
+  // Reads, claims and renewals: safe to run again after a connection error (see above).
+  const rows = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
+    withReconnect(reconnect, () => once<Row>(text, values));
+
+  /**
+   * Runs a write that appends an event tagged `writeId`, at most once even when a connection dies
+   * mid-commit. `found` turns the write's own event, once seen, into the call's answer.
+   */
+  const writeOnce = <T>(
+    text: string,
+    values: unknown[],
+    id: string,
+    writeId: string,
+    apply: (written: WrittenRow[]) => Promise<T>,
+    found: (write: FoundWrite) => T,
+  ): Promise<T> => {
+    const lookUp = async () => {
+      const [write] = await once<FoundWrite>(sql.selectWrite, [id, writeId]);
+      return write === undefined ? undefined : found(write);
+    };
+    return withReconnect(reconnect, async (retry) => {
+      if (retry) {
+        const earlier = await lookUp();
+        if (earlier !== undefined) return earlier;
+      }
+      let written: WrittenRow[];
+      try {
+        written = await once<WrittenRow>(text, values);
+      } catch (error) {
+        // The first try committed after the look-up above: this one was refused by the write-id index.
+        if (retry && isUniqueViolation(error, 'events_write_id')) {
+          const earlier = await lookUp();
+          if (earlier !== undefined) return earlier;
+        }
+        throw error;
+      }
+      // A retry whose compare-and-set no longer matched may be looking at the first try's own change.
+      if (retry && written.length === 0) {
+        const earlier = await lookUp();
+        if (earlier !== undefined) return earlier;
+      }
+      return apply(written);
+    });
+  };
 
   const eventValues = (event: NewEvent): unknown[] => [
     RECORD_SCHEMA_VERSION,
@@ -90,9 +184,18 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
       requireEvent(event);
 
       const record = newRecord(op);
+      const values = [...recordParams(record), ...eventValues(event), randomUUID()];
       let inserted: OperationRow[];
       try {
-        inserted = await rows<OperationRow>(sql.reserve, [...recordParams(record), ...eventValues(event)]);
+        // Our own seq-1 event means the record is ours; otherwise ON CONFLICT found someone else's key.
+        inserted = await writeOnce(
+          sql.reserve,
+          values,
+          op.id,
+          values.at(-1) as string,
+          async (written) => written,
+          (write) => [write],
+        );
       } catch (error) {
         // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
         if (isUniqueViolation(error, 'operations_pkey')) {
@@ -155,10 +258,18 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
       const params: unknown[] = [id, [...from], updatedAt ?? event.at, ...values];
       if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
       if (guard.attempt !== undefined) params.push(guard.attempt);
-      params.push(...eventValues(event));
-      const [updated] = await rows<WrittenRow>(text, params);
+      params.push(...eventValues(event), randomUUID());
       // No row: the compare-and-set did not match (missing, wrong lifecycle, settled, lease or attempt moved on).
-      return updated === undefined ? null : recordFromRow(updated);
+      // A write found after a lost connection answers with the record only while it is still the latest
+      // change; otherwise null, and the caller re-reads as it does for any compare-and-set it lost.
+      return writeOnce(
+        text,
+        params,
+        id,
+        params.at(-1) as string,
+        async ([updated]) => (updated === undefined ? null : recordFromRow(updated)),
+        (write) => (write.seq === write.event_seq ? recordFromRow(write) : null),
+      );
     },
 
     async get(id) {
@@ -189,20 +300,31 @@ export function createPostgresStore({ db, tables, end, label }: PgStoreBinding):
       open('claimDue');
       requireClaimArgs(limit, leaseMs, owner, now);
 
-      // `now` is the caller's clock for now (the conformance suite uses fixed times); issue 4 takes
-      // due and expiry times from the database clock instead.
-      const leaseExpiresAt = now + leaseMs;
+      // Due-ness uses the caller's `now` (it wrote next_poll_at from its clock); the lease uses the lease clock.
       const claimed = await rows<WrittenRow>(sql.claimDue, [
         now,
         limit,
         owner,
-        leaseExpiresAt,
+        leaseMs,
         RECORD_SCHEMA_VERSION,
+        leaseClock === 'caller' ? now : null,
       ]);
       return claimed.map((row): Claim => {
         const record = recordFromRow(row);
-        return { record, leaseToken: record.leaseToken!, leaseExpiresAt };
+        return { record, leaseToken: record.leaseToken!, leaseExpiresAt: record.leaseExpiresAt! };
       });
+    },
+
+    async renewLease(id, leaseToken, leaseMs, now) {
+      open('renewLease');
+      requireRenewArgs(id, leaseToken, leaseMs, now);
+      const [row] = await rows<{ lease_expires_at: number }>(sql.renewLease, [
+        id,
+        leaseToken,
+        leaseMs,
+        leaseClock === 'caller' ? now : null,
+      ]);
+      return row === undefined ? null : row.lease_expires_at;
     },
 
     async close() {

@@ -39,9 +39,13 @@ export interface ReconcileReport {
   unknownAction: number;
   errors: number;
   lastError?: string;
+  /** Heartbeats refused because another reconciler had claimed the operation (present once it happens). */
+  leasesLost?: number;
 }
 
 const DEFAULTS = { concurrency: 8, leaseMs: 60_000, idleMs: 1_000 };
+/** The longest pause between failed claim rounds, unless `idleMs` itself is longer. */
+const MAX_BACKOFF_MS = 30_000;
 
 /** Claims due operations with leases and drives each to its next honest state; never re-executes unsafe work. */
 export async function reconcileLoop(
@@ -70,42 +74,63 @@ export async function reconcileLoop(
       report.unknownAction++;
       return;
     }
+    const stopBeating = heartbeat(
+      env.store,
+      claim,
+      leaseMs,
+      () => env.clock.now(),
+      () => {
+        report.leasesLost = (report.leasesLost ?? 0) + 1;
+      },
+    );
     try {
       // Claimed work is never aborted mid-step: a stop request only ends the loop between rounds.
+      const facts = { runId: claim.record.runId, entry: 'reconcile', actor: owner } as const;
+      const trace = env.tracer?.begin(action, facts, claim.record);
       const d = new Drive(
         env,
         action,
         claim.record,
-        { signal: NEVER_ABORTED, actor: owner },
+        { signal: NEVER_ABORTED, actor: owner, trace },
         claim.leaseToken,
       );
       const c: Completion = await d.reconcile();
+      trace?.completed(c);
       report.byStatus[c.status]++;
     } catch (error) {
       report.errors++;
       report.lastError = describeError(error);
+    } finally {
+      stopBeating();
     }
   };
 
+  // Consecutive rounds that failed to claim (the store is unreachable): the pause doubles each time, so
+  // a database that is down is not hammered, and the loop carries on once it is back.
+  let failures = 0;
   while (!signal.aborted) {
     let claims: Claim[];
     try {
       claims = await env.store.claimDue(concurrency, leaseMs, owner, env.clock.now());
+      if (options.once) {
+        await release(
+          env.store,
+          claims.filter((c) => seen.has(c.record.id)),
+          owner,
+          env.clock.now(),
+        );
+      }
+      failures = 0;
     } catch (error) {
       report.errors++;
       report.lastError = describeError(error);
+      options.onProgress?.({ ...report, byStatus: { ...report.byStatus } });
       if (options.once) break;
-      if (!(await pause(env.clock, idleMs, signal))) break;
+      const backoff = Math.min(idleMs * 2 ** Math.min(failures++, 5), Math.max(idleMs, MAX_BACKOFF_MS));
+      if (!(await pause(env.clock, backoff, signal))) break;
       continue;
     }
     const fresh = options.once ? claims.filter((c) => !seen.has(c.record.id)) : claims;
-    if (options.once)
-      await release(
-        env.store,
-        claims.filter((c) => seen.has(c.record.id)),
-        owner,
-        env.clock.now(),
-      );
     if (fresh.length === 0) {
       if (options.once) break;
       if (!(await pause(env.clock, idleMs, signal))) break;
@@ -118,6 +143,46 @@ export async function reconcileLoop(
     options.onProgress?.({ ...report, byStatus: { ...report.byStatus } });
   }
   return report;
+}
+
+/**
+ * Renews `claim`'s lease every third of `leaseMs` until the returned stop function runs; calls `lost` and
+ * stops when the store says the token is no longer the record's. Real timers, not the injected clock:
+ * a lease lapses in real time, and a virtual clock must not be moved by a background beat.
+ */
+function heartbeat(
+  store: OperationStore,
+  claim: Claim,
+  leaseMs: number,
+  now: () => number,
+  lost: () => void,
+): () => void {
+  if (typeof store.renewLease !== 'function') return () => undefined;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const beat = async () => {
+    try {
+      const until = await store.renewLease!(claim.record.id, claim.leaseToken, leaseMs, now());
+      if (until === null) {
+        // A drive that finished while this beat was in flight cleared the lease itself: not a loss.
+        if (!stopped) lost();
+        return;
+      }
+    } catch {
+      // The store is unreachable right now; two thirds of the lease remain, so the next beat may still land.
+    }
+    schedule();
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(beat, Math.max(1, Math.floor(leaseMs / 3)));
+    timer.unref?.();
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 /** Hands back leases taken by a single pass on records it already drove. */

@@ -131,6 +131,16 @@ export const CLAIM_ONE = `UPDATE readback_operations
   WHERE id = ?
   RETURNING ${OPERATION_COLUMNS}`;
 
+/**
+ * Extends a lease while the token still matches and the operation is open, never shortening it; runs
+ * under the write lock. No event: a heartbeat changes no state anyone reads back.
+ * Parameters: new expiry, id, token.
+ */
+export const RENEW_LEASE = `UPDATE readback_operations
+  SET lease_expires_at = MAX(COALESCE(lease_expires_at, 0), ?)
+  WHERE id = ? AND lease_token = ? AND lifecycle <> 'settled'
+  RETURNING lease_expires_at`;
+
 function placeholders(count: number): string {
   return Array(count).fill('?').join(', ');
 }

@@ -7,6 +7,7 @@ import {
   requireEvent,
   requireKnownLifecycle,
   requirePositiveInt,
+  requireRenewArgs,
   requireString,
   requireTime,
 } from '../store/records.js';
@@ -39,6 +40,7 @@ import {
   INSERT_OPERATION_RETURNING,
   listSql,
   RELEASE,
+  RENEW_LEASE,
   ROLLBACK_TO,
   SAVEPOINT,
   SELECT_BY_ID,
@@ -365,6 +367,18 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           );
           return { record, leaseToken, leaseExpiresAt };
         });
+      });
+    },
+
+    async renewLease(id, leaseToken, leaseMs, now) {
+      open('renewLease');
+      requireRenewArgs(id, leaseToken, leaseMs, now);
+      // A write like any other, so it queues behind (and commits with) writes made before it.
+      return write(() => {
+        const row = stmt(RENEW_LEASE).get(now + leaseMs, id, leaseToken) as
+          | { lease_expires_at: number }
+          | undefined;
+        return row === undefined ? null : Number(row.lease_expires_at);
       });
     },
 

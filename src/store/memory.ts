@@ -7,6 +7,7 @@ import {
   requireClaimArgs,
   requireKnownLifecycle,
   requirePositiveInt,
+  requireRenewArgs,
   requireString,
   requireTime,
 } from './records.js';
@@ -197,6 +198,17 @@ export function memoryStore(): OperationStore {
         );
         return { record: clonePlain(entry.record), leaseToken, leaseExpiresAt };
       });
+    },
+
+    async renewLease(id, leaseToken, leaseMs, now) {
+      open('renewLease');
+      requireRenewArgs(id, leaseToken, leaseMs, now);
+      const entry = byId.get(id);
+      const r = entry?.record;
+      if (!entry || !r || r.lifecycle === 'settled' || r.leaseToken !== leaseToken) return null;
+      const leaseExpiresAt = Math.max(r.leaseExpiresAt ?? now + leaseMs, now + leaseMs);
+      entry.record = { ...r, leaseExpiresAt };
+      return leaseExpiresAt;
     },
 
     async close() {

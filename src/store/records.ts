@@ -98,3 +98,13 @@ export function requireClaimArgs(limit: number, leaseMs: number, owner: string, 
   requireString(owner, 'owner');
   requireTime(now, 'now');
 }
+
+/** Checks `renewLease` arguments the same way in every backend. */
+export function requireRenewArgs(id: string, leaseToken: string, leaseMs: number, now: number): void {
+  requireString(id, 'id');
+  requireString(leaseToken, 'leaseToken');
+  if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
+    throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
+  }
+  requireTime(now, 'now');
+}

@@ -140,5 +140,13 @@ export interface OperationStore {
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   /** Leases up to `limit` open operations that are due at `now`, skipping ones under a live lease. */
   claimDue(limit: number, leaseMs: number, owner: string, now: number): Promise<Claim[]>;
+  /**
+   * Heartbeat: extends the lease held under `leaseToken` to `now + leaseMs` (never shortening it) while
+   * that token is still the record's and the record is open. Resolves to the new expiry, or null when the
+   * token no longer matches (someone else claimed the record, or it settled). Appends no event. Stores
+   * on a shared database may take `now` from their own clock. Optional so that wrappers and older
+   * stores still type-check; the conformance suite requires it, and without it nothing is renewed.
+   */
+  renewLease?(id: string, leaseToken: string, leaseMs: number, now: number): Promise<number | null>;
   close(): Promise<void>;
 }

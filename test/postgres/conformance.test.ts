@@ -17,8 +17,12 @@ const schemaFor = () => {
 };
 
 describe.skipIf(!available)('postgresStore({ connectionString }) conformance', () => {
-  // Each case gets its own fresh schema, so no case sees another's records.
-  const cases = storeConformance(() => postgresStore({ connectionString: PG_URL, schema: schemaFor() }));
+  // Each case gets its own fresh schema, so no case sees another's records. The suite runs leases on its
+  // own fixed timeline, so the store takes lease times from the caller here; lease-clock.test.ts covers
+  // the default database clock.
+  const cases = storeConformance(() =>
+    postgresStore({ connectionString: PG_URL, schema: schemaFor(), leaseClock: 'caller' }),
+  );
   for (const c of cases) it(c.name, c.run);
 });
 
@@ -33,7 +37,7 @@ describe.skipIf(!available)('postgresStore({ pool }) conformance', () => {
       ended = true;
       return end();
     }) as typeof pool.end;
-    return postgresStore({ pool, schema: schemaFor() });
+    return postgresStore({ pool, schema: schemaFor(), leaseClock: 'caller' });
   });
   for (const c of cases) {
     it(c.name, async () => {
@@ -54,7 +58,7 @@ describe.skipIf(!available)('postgresStore({ pool: pg.Client }) conformance', ()
   const cases = storeConformance(async () => {
     client = new pg.Client({ connectionString: PG_URL });
     await client.connect();
-    return postgresStore({ pool: client, schema: schemaFor() });
+    return postgresStore({ pool: client, schema: schemaFor(), leaseClock: 'caller' });
   });
   for (const c of cases) {
     it(c.name, async () => {

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPgPool } from '../../src/postgres/driver.js';
 import { POSTGRES_SCHEMA_VERSION, postgresStore } from '../../src/postgres/index.js';
+import { MIGRATIONS } from '../../src/postgres/schema.js';
 import { ev, newOp } from '../../src/testing/conformance/support.js';
 import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
 
@@ -76,7 +77,8 @@ describe.skipIf(!available)('postgresStore across processes', () => {
     await client.connect();
     try {
       const { rows } = await client.query(`SELECT version FROM "${schema}".migrations ORDER BY version`);
-      expect(rows.map((r) => r.version)).toEqual([POSTGRES_SCHEMA_VERSION]);
+      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      expect(rows.at(-1)?.version).toBe(POSTGRES_SCHEMA_VERSION);
     } finally {
       await client.end();
     }
@@ -117,5 +119,42 @@ describe.skipIf(!available)('postgresStore across processes', () => {
     await expect(
       postgresStore({ connectionString: 'postgres://postgres@127.0.0.1:1/none', schema: schemaFor() }),
     ).rejects.toMatchObject({ name: 'ReadbackError', code: 'invalid_options' });
+  });
+});
+
+describe.skipIf(!available)('postgresStore named statements', () => {
+  const preparedOn = async (client: pg.Client) =>
+    (await client.query(`SELECT name FROM pg_prepared_statements`)).rows.map((r) => String(r.name));
+
+  it('prepares its statements once per connection by default, and not at all when turned off', async () => {
+    for (const namedStatements of [undefined, false]) {
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        const store = await postgresStore({
+          pool: client,
+          schema: schemaFor(),
+          ...(namedStatements === undefined ? {} : { namedStatements }),
+        });
+        for (let i = 0; i < 3; i++) {
+          const { record } = await store.reserve(newOp(`n${i}`), ev('reserved'));
+          expect(await store.get(record.id)).toMatchObject({ id: record.id, lifecycle: 'requested' });
+        }
+        const names = await preparedOn(client);
+        if (namedStatements === false) expect(names).toEqual([]);
+        // Three reserves and three reads, but each statement text is prepared once.
+        else expect(names.filter((n) => n.startsWith('readback_')).length).toBe(new Set(names).size);
+        if (namedStatements === undefined) expect(names.length).toBeGreaterThanOrEqual(2);
+        await store.close();
+      } finally {
+        await client.end();
+      }
+    }
+  });
+
+  it('refuses a namedStatements that is not a boolean', async () => {
+    await expect(
+      postgresStore({ connectionString: PG_URL, schema: schemaFor(), namedStatements: 'yes' as never }),
+    ).rejects.toMatchObject({ code: 'invalid_options', field: 'namedStatements' });
   });
 });
