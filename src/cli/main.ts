@@ -7,13 +7,15 @@ import { demoCommand } from './demo.js';
 import { CommandError } from './format.js';
 import { opsCommand } from './ops.js';
 import { reconcileCommand } from './reconcile.js';
+import { reviewCommand } from './review.js';
 
-/** The commands `readback` knows. */
+/** The commands `readback` knows; later ones (review, audit) register here. */
 export const COMMANDS: Record<string, Command> = {
   audit: auditCommand,
   demo: demoCommand,
   ops: opsCommand,
   reconcile: reconcileCommand,
+  review: reviewCommand,
 };
 
 const HELP_FLAG: FlagSpecs = { help: { type: 'boolean', short: 'h', description: 'show this help' } };

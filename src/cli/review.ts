@@ -1,0 +1,144 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { readIncident } from '../review/adapters.js';
+import { type ReviewResult, review } from '../review/analyze.js';
+import { buildFixture } from '../review/fixture.js';
+import { describeIssue } from '../review/issues.js';
+import { describeLocation, type Incident } from '../review/model.js';
+import { renderReview, reviewJson } from '../review/report.js';
+import { incidentFromStore } from '../review/store-adapter.js';
+import type { CliIO, Command, ParsedArgs } from './args.js';
+import { UsageError } from './args.js';
+import { CommandError, stringFlag } from './format.js';
+import { openStore, redact } from './store.js';
+
+/** The exit code when the review found an unsupported transition (0 is clean; 1 and 2 are errors). */
+export const UNSUPPORTED_EXIT_CODE = 3;
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new CommandError(`could not read ${what} ${path}: ${(error as Error).message}`);
+  }
+}
+
+function answerOf(flags: ParsedArgs['flags']): string | undefined {
+  const text = stringFlag(flags, 'answer');
+  const file = stringFlag(flags, 'answer-file');
+  if (text !== undefined && file !== undefined)
+    throw new UsageError("give either '--answer' or '--answer-file', not both");
+  return file !== undefined ? readText(file, 'answer file') : text;
+}
+
+async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Incident> {
+  const runId = stringFlag(flags, 'run');
+  if (runId === undefined || runId.trim() === '')
+    throw new UsageError("'--store' needs '--run ID': the run to review");
+  const request = stringFlag(flags, 'request');
+  const answer = answerOf(flags);
+  const store = await openStore(spec);
+  try {
+    const incident = await incidentFromStore(store, {
+      runId,
+      source: `store ${redact(spec)}`,
+      ...(request !== undefined ? { request } : {}),
+      ...(answer !== undefined ? { answer } : {}),
+    });
+    if (incident === null)
+      throw new CommandError(`store ${redact(spec)} has no operations for run '${runId}'`);
+    return incident;
+  } finally {
+    await store.close();
+  }
+}
+
+function fromFile(path: string, flags: ParsedArgs['flags']): Incident {
+  if (flags.run !== undefined) throw new UsageError("option '--run' only applies with '--store'");
+  const read = readIncident(readText(path, 'trace'), path);
+  if (!read.ok) {
+    const shown = read.issues.slice(0, 20).map((i) => `  ${describeIssue(i)}`);
+    const more = read.issues.length > 20 ? [`  … and ${read.issues.length - 20} more`] : [];
+    throw new CommandError(`${path} is not a valid review trace:\n${[...shown, ...more].join('\n')}`);
+  }
+  return supplement(read.value, flags);
+}
+
+// Inputs without a request or an answer (readback's own trace) take them from the flags; an input that
+// has its own keeps it, since two versions of what the user asked would make the review guesswork.
+function supplement(incident: Incident, flags: ParsedArgs['flags']): Incident {
+  const request = stringFlag(flags, 'request');
+  const answer = answerOf(flags);
+  const end = Math.max(
+    0,
+    ...incident.calls.flatMap((c) => [c.at.order, c.result?.at.order ?? 0, c.readback?.at.order ?? 0]),
+  );
+  if (request !== undefined) {
+    if (incident.request)
+      throw new UsageError(
+        `option '--request': the input already has a request (${describeLocation(incident.request.at)})`,
+      );
+    incident.request = { text: request, at: { order: 0, part: '--request' } };
+  }
+  if (answer !== undefined) {
+    const flag = flags.answer !== undefined ? '--answer' : '--answer-file';
+    if (incident.answer)
+      throw new UsageError(
+        `option '${flag}': the input already has a final answer (${describeLocation(incident.answer.at)})`,
+      );
+    incident.answer = { text: answer, at: { order: end + 1, part: `the final answer (${flag})` } };
+  }
+  return incident;
+}
+
+async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
+  const { flags, positionals } = args;
+  const spec = stringFlag(flags, 'store');
+  const path = positionals[0];
+  if ((spec === undefined) === (path === undefined)) {
+    throw new UsageError("review needs either a trace file or '--store S --run ID'");
+  }
+  const incident = spec !== undefined ? await fromStore(spec, flags) : fromFile(path!, flags);
+  const result: ReviewResult = review(incident);
+  const fixtureOut = stringFlag(flags, 'fixture-out');
+  if (fixtureOut !== undefined) {
+    try {
+      writeFileSync(fixtureOut, `${JSON.stringify(buildFixture(incident, result), null, 2)}\n`);
+    } catch (error) {
+      throw new CommandError(`could not write fixture ${fixtureOut}: ${(error as Error).message}`);
+    }
+  }
+  io.stdout.write(flags.json === true ? reviewJson(result) : renderReview(result));
+  if (fixtureOut !== undefined && flags.json !== true)
+    io.stdout.write(`fixture      written to ${fixtureOut}\n`);
+  return result.first === undefined ? 0 : UNSUPPORTED_EXIT_CODE;
+}
+
+/** `readback review`: the fifteen-minute incident review of one agent run. */
+export const reviewCommand: Command = {
+  summary: 'find the first claim in an agent run that outran its evidence, classify it, name the repair',
+  usage: [
+    'readback review <trace.jsonl | fixture.json> [--request TEXT] [--answer TEXT | --answer-file F] [--json] [--fixture-out F]',
+    '       readback review --store S --run ID [--request TEXT] [--answer TEXT | --answer-file F] [--json] [--fixture-out F]',
+    '',
+    'The trace format is documented in docs/review-trace-format.md.',
+    `Exit code: 0 when every claim is backed by its evidence, ${UNSUPPORTED_EXIT_CODE} when an unsupported`,
+    'transition was found, 1 on an error (unreadable trace, store), 2 on a usage mistake.',
+  ].join('\n'),
+  positionals: { max: 1 },
+  flags: {
+    store: { type: 'string', description: 'review a run from this store: SQLite file or postgres:// URL' },
+    run: { type: 'string', description: 'with --store: the run id whose operations to review' },
+    request: {
+      type: 'string',
+      description: 'what the user asked, for a store or readback trace (which do not keep it)',
+    },
+    answer: { type: 'string', description: "the agent's final answer, for a store or readback trace" },
+    'answer-file': { type: 'string', description: 'read the final answer from this file' },
+    json: { type: 'boolean', description: 'print the review as JSON' },
+    'fixture-out': {
+      type: 'string',
+      description: 'write a regression fixture (JSON) for the first finding to this file',
+    },
+  },
+  run: (args, io) => runReview(args, io),
+};
