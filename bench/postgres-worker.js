@@ -1,20 +1,12 @@
 // One drain worker of the Postgres bench, forked by bench/postgres.bench.js. It connects and warms its
 // pool, says `ready`, waits for `go`, then drains the queue of its mode until a claim comes back empty and
-// reports how many jobs it finished. Modes: readback (runner.reconcile; readback-prepared: the same on a
-// pool that names every statement, an experiment), pgboss (fetch + complete) and
+// reports how many jobs it finished. Modes: readback (runner.reconcile; readback-unnamed: the same with
+// namedStatements: false, an experiment), pgboss (fetch + complete) and
 // raw-row / raw-batch (the SKIP LOCKED claim loop, settling each row or each batch in one UPDATE).
 import PgBoss from 'pg-boss';
 import { createRunner } from '../dist/index.js';
 import { postgresStore } from '../dist/postgres/index.js';
-import {
-  backendPids,
-  drainAction,
-  observeJob,
-  PG_URL,
-  preparingPool,
-  rawQueueSql,
-  warmPool,
-} from './postgres-shared.js';
+import { backendPids, drainAction, observeJob, PG_URL, rawQueueSql, warmPool } from './postgres-shared.js';
 
 const config = JSON.parse(process.argv[2]);
 const { mode, schema, batch, pool: poolSize, leaseMs } = config;
@@ -29,9 +21,9 @@ const go = () =>
     }),
   );
 
-async function readbackWorker(prepared) {
+async function readbackWorker(namedStatements) {
   const pool = await warmPool(poolSize);
-  const store = await postgresStore({ pool: prepared ? preparingPool(pool) : pool, schema });
+  const store = await postgresStore({ pool, schema, namedStatements });
   const runner = createRunner({ store, actions: [drainAction] });
   say({ ready: true, pids: pool.backendPids });
   await go();
@@ -106,8 +98,8 @@ async function rawWorker(perRow) {
 
 try {
   const work = {
-    readback: () => readbackWorker(false),
-    'readback-prepared': () => readbackWorker(true),
+    readback: () => readbackWorker(true),
+    'readback-unnamed': () => readbackWorker(false),
     pgboss: pgBossWorker,
     'raw-row': () => rawWorker(true),
     'raw-batch': () => rawWorker(false),

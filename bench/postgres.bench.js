@@ -8,7 +8,7 @@ import { createRunner, RECORD_SCHEMA_VERSION } from '../dist/index.js';
 import { postgresStore } from '../dist/postgres/index.js';
 import { statementsFor, tablesIn, transitionSql } from '../dist/postgres/sql.js';
 import { drainRound } from './postgres-drain.js';
-import { committedAction, PG_URL, requireServer, warmPool } from './postgres-shared.js';
+import { committedAction, PG_URL, preparingPool, requireServer, warmPool } from './postgres-shared.js';
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 const SEQ_OPS = env('BENCH_PG_SEQ_OPS', 500);
@@ -97,6 +97,7 @@ async function handLoop(pool, batches, width) {
     },
   );
   const rows = new Map();
+  const named = preparingPool(pool);
   const detail = JSON.stringify({ raw: { ok: true }, errorCode: null });
   // If the store tags each event with a write id (one more parameter than the event fields), pass a fresh
   // UUID as the store does; this keeps the loop matching the store's statements as they evolve.
@@ -105,7 +106,8 @@ async function handLoop(pool, batches, width) {
     const extra = arity.get(text) - values.length;
     if (extra < 0 || extra > 1)
       throw new Error(`statement takes ${arity.get(text)} parameters, not ${values.length}`);
-    return pool.query(text, extra === 1 ? [...values, randomUUID()] : values);
+    // Named like the store's own statements (namedStatements defaults to true): the same statements.
+    return named.query(text, extra === 1 ? [...values, randomUUID()] : values);
   };
   const one = async (name) => {
     const id = `op_${randomUUID()}`;
@@ -230,8 +232,8 @@ async function perAction() {
 
 async function drain() {
   const modes = ['readback', 'pgboss', 'raw-row', 'raw-batch'];
-  // BENCH_PG_EXPERIMENTS=prepared adds readback on a pool that names every statement (see preparingPool).
-  if (process.env.BENCH_PG_EXPERIMENTS === 'prepared') modes.splice(1, 0, 'readback-prepared');
+  // BENCH_PG_EXPERIMENTS=unnamed adds readback with namedStatements: false, to show what naming buys.
+  if (process.env.BENCH_PG_EXPERIMENTS === 'unnamed') modes.splice(1, 0, 'readback-unnamed');
   const r = Object.fromEntries(modes.map((m) => [m, { rates: [], seeds: [], cpu: [], server: [], wal: [] }]));
   const ratios = Object.fromEntries(modes.filter((m) => m !== 'readback').map((m) => [m, []]));
   for (let round = 0; round < ROUNDS; round++) {
@@ -289,7 +291,7 @@ if (ONLY !== 'action') {
   console.log('|---|---:|---|---:|---|---:|');
   const labels = {
     readback: 'readback runner.reconcile (claim → observe → settle)',
-    'readback-prepared': 'readback, every statement named/prepared (experiment)',
+    'readback-unnamed': 'readback with namedStatements: false (experiment)',
     pgboss: 'pg-boss 10 fetch + complete(batch)',
     'raw-row': 'raw SKIP LOCKED claim, settle UPDATE per row',
     'raw-batch': 'raw SKIP LOCKED claim, one settle UPDATE per batch',
