@@ -32,6 +32,8 @@ import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult }
 import { type ReconnectPolicy, withReconnect } from './retry.js';
 import { listSql, statementsFor, type Tables, transitionSql } from './sql.js';
 
+const MAX_CACHED_TEXTS = 256;
+
 /** Whose clock decides lease expiry and liveness: the database server's, or the `now` each caller passes. */
 export type LeaseClock = 'database' | 'caller';
 
@@ -83,6 +85,20 @@ export function createPostgresStore({
   namedStatements = false,
 }: PgStoreBinding): OperationStore {
   const sql = statementsFor(tables);
+  // A transition's text depends only on its columns and guards, and the same few shapes repeat on every
+  // action: build each once (and so hash it once for its statement name) rather than on every write.
+  const transitionTexts = new Map<string, string>();
+  const transitionText = (columns: readonly string[], leaseToken: boolean, attempt: boolean) => {
+    const key = `${columns.join(',')}|${leaseToken ? 1 : 0}${attempt ? 1 : 0}`;
+    let text = transitionTexts.get(key);
+    if (text === undefined) {
+      // Shapes are bounded by the code paths that write, but a caller's odd patches must not grow this forever.
+      if (transitionTexts.size >= MAX_CACHED_TEXTS) transitionTexts.clear();
+      text = transitionSql(tables, columns, { leaseToken, attempt });
+      transitionTexts.set(key, text);
+    }
+    return text;
+  };
   let closed = false;
 
   const open = (method: string) => {
@@ -100,6 +116,7 @@ export function createPostgresStore({
     if (!namedStatements) return db.query(text, values);
     let name = names.get(text);
     if (name === undefined) {
+      if (names.size >= MAX_CACHED_TEXTS) names.clear();
       name = `readback_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
       names.set(text, name);
     }
@@ -251,10 +268,7 @@ export function createPostgresStore({
       }
       if (from.length === 0) return null;
 
-      const text = transitionSql(tables, columns, {
-        leaseToken: guard.leaseToken !== undefined,
-        attempt: guard.attempt !== undefined,
-      });
+      const text = transitionText(columns, guard.leaseToken !== undefined, guard.attempt !== undefined);
       const params: unknown[] = [id, [...from], updatedAt ?? event.at, ...values];
       if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
       if (guard.attempt !== undefined) params.push(guard.attempt);
