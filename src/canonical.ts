@@ -71,7 +71,64 @@ export function toRecordable(value: unknown): { value: unknown; unusable?: Unusa
 
 /** JSON with object keys sorted at every depth, so equal data always yields equal text. */
 export function canonicalJson(value: unknown): string {
+  // Plain data (the usual input) is written in one pass; anything else takes the copying path, which also
+  // raises the exact `UnusableValue` (reason and path) for data that cannot be recorded.
+  try {
+    const text = plainJson(value, 0);
+    if (text !== undefined) return text;
+  } catch {
+    // A throwing getter: the copying path reports it.
+  }
   return JSON.stringify(sortKeys(toPlain(value)));
+}
+
+// Past this depth the one-pass writer gives up, so a cycle ends up in `toPlain`, which names it.
+const PLAIN_JSON_DEPTH = 100;
+
+// The text `JSON.stringify(sortKeys(toPlain(value)))` gives, without the two copies, for strings, finite and
+// non-finite numbers, booleans, null, arrays and objects whose prototype is Object.prototype or null;
+// undefined for anything else (Dates, Maps, Sets, class instances, BigInts, functions, symbols, cycles).
+function plainJson(value: unknown, depth: number): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      // toPlain keeps finite numbers and turns NaN and the infinities into their names, as strings.
+      return Number.isFinite(value) ? JSON.stringify(value) : JSON.stringify(String(value));
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (depth > PLAIN_JSON_DEPTH) return undefined;
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) {
+          const item = value[i];
+          // toPlain turns undefined items and holes into null.
+          const text = item === undefined ? 'null' : plainJson(item, depth + 1);
+          if (text === undefined) return undefined;
+          out += i === 0 ? text : `,${text}`;
+        }
+        return `${out}]`;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return undefined;
+      const keys = Object.keys(value).sort();
+      let out = '{';
+      let first = true;
+      for (const key of keys) {
+        const item = (value as Record<string, unknown>)[key];
+        if (item === undefined) continue;
+        const text = plainJson(item, depth + 1);
+        if (text === undefined) return undefined;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:${text}`;
+        first = false;
+      }
+      return `${out}}`;
+    }
+    default:
+      return undefined;
+  }
 }
 
 function sortKeys(value: unknown): unknown {

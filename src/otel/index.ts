@@ -60,6 +60,8 @@ export interface OtelSink extends TraceSink {
 
 interface OpenCall {
   span: Span;
+  // False for the API's no-op span or a sampled-out one: attributes and events would be thrown away.
+  recording: boolean;
   action: string;
   mode: string;
   raw?: unknown;
@@ -79,6 +81,9 @@ const OTEL_EVENT_TYPES: ReadonlySet<TraceEventType> = new Set<TraceEventType>([
   'run.error',
 ]);
 
+// Metric attribute sets kept for reuse; past this many (a runaway action count) each call builds its own.
+const ATTRIBUTE_SET_LIMIT = 1024;
+
 // Failed and partial calls did not do what was asked; unknown and pending are uncertainty, not errors.
 const ERROR_STATUSES = new Set(['failed', 'partial']);
 
@@ -93,6 +98,7 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
   const tracer = options.tracer ?? trace.getTracer('readback');
   const meter = options.meter ?? metrics.getMeter('readback');
   const toolType = options.toolType ?? 'function';
+  // Synchronous counters, not observable ones: two sinks on one meter (two runners in a process) must add up.
   const completions: Counter = meter.createCounter(OTEL_NAMES.completionsMetric, {
     description: 'Completed tool calls by readback status and action',
     unit: '{call}',
@@ -108,14 +114,24 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     unit: '{call}',
   });
   const open = new Map<string, OpenCall>();
+  // Metric attribute sets repeat (action × status × mode): one frozen object each instead of one per call.
+  const attributeSets = new Map<string, Attributes>();
+
+  function metricAttributes(key: string, build: () => Attributes): Attributes {
+    const known = attributeSets.get(key);
+    if (known) return known;
+    const made = Object.freeze(build());
+    if (attributeSets.size < ATTRIBUTE_SET_LIMIT) attributeSets.set(key, made);
+    return made;
+  }
 
   function start(event: Extract<TraceEvent, { type: 'run.started' }>): void {
     const attributes: Attributes = {
-      [OTEL_NAMES.operationName]: 'execute_tool',
-      [OTEL_NAMES.toolName]: event.action,
-      [OTEL_NAMES.toolCallId]: event.callId,
-      [OTEL_NAMES.toolType]: toolType,
-      [OTEL_NAMES.mode]: event.mode,
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': event.action,
+      'gen_ai.tool.call.id': event.callId,
+      'gen_ai.tool.type': toolType,
+      'readback.mode': event.mode,
       'readback.run.id': event.runId,
       'readback.entry': event.entry,
     };
@@ -124,33 +140,63 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     if (event.environment !== undefined) attributes['readback.environment'] = event.environment;
     if (event.toolsExposed) attributes['readback.tools_exposed'] = event.toolsExposed;
     const span = tracer.startSpan(`execute_tool ${event.action}`, { kind: SpanKind.INTERNAL, attributes });
-    open.set(event.callId, { span, action: event.action, mode: event.mode, attributes: {} });
+    // A span nobody records (no SDK, or sampled out) gets no attributes or events: metrics still count the call.
+    open.set(event.callId, {
+      span,
+      recording: span.isRecording(),
+      action: event.action,
+      mode: event.mode,
+      attributes: {},
+    });
   }
 
   function finish(call: OpenCall, event: CompletionEvent): void {
     const { span } = call;
-    const attributes: Attributes = {
-      ...call.attributes,
-      [OTEL_NAMES.status]: event.status,
-      [OTEL_NAMES.operationId]: event.operationId,
-      [OTEL_NAMES.attempt]: event.attempt,
-      [OTEL_NAMES.claimed]: event.claimed,
-      [OTEL_NAMES.verified]: event.verified,
-      'readback.next_allowed_action': event.nextAllowedAction,
-    };
-    if (event.errorCode) attributes[OTEL_NAMES.errorCode] = event.errorCode;
-    if (options.recordResults && call.raw !== undefined) attributes[OTEL_NAMES.toolResult] = json(call.raw);
-    if (ERROR_STATUSES.has(event.status)) {
-      attributes[OTEL_NAMES.errorType] = event.errorCode ?? event.status;
-      span.setStatus({ code: SpanStatusCode.ERROR, message: event.errorCode ?? event.status });
+    const failed = ERROR_STATUSES.has(event.status);
+    if (call.recording) {
+      // The attributes gathered along the way, completed and set in one call (each setAttribute has a cost).
+      const attributes = call.attributes;
+      attributes['readback.status'] = event.status;
+      attributes['readback.operation.id'] = event.operationId;
+      attributes['readback.attempt'] = event.attempt;
+      attributes['readback.claimed'] = event.claimed;
+      attributes['readback.verified'] = event.verified;
+      attributes['readback.next_allowed_action'] = event.nextAllowedAction;
+      attributes['readback.shadow'] = event.shadow !== undefined;
+      if (event.errorCode) attributes[OTEL_NAMES.errorCode] = event.errorCode;
+      if (options.recordResults && call.raw !== undefined) attributes[OTEL_NAMES.toolResult] = json(call.raw);
+      if (failed) attributes[OTEL_NAMES.errorType] = event.errorCode ?? event.status;
+      span.setAttributes(attributes);
     }
-    span.setAttributes(attributes);
+    if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: event.errorCode ?? event.status });
     span.end();
 
-    const byCall = { [OTEL_NAMES.toolName]: call.action, [OTEL_NAMES.status]: event.status };
-    completions.add(1, { ...byCall, [OTEL_NAMES.mode]: call.mode });
-    if (event.verificationMs !== undefined) verification.record(event.verificationMs / 1000, byCall);
-    if (event.claimed === 'success') reported.add(1, { ...byCall, [OTEL_NAMES.verified]: event.verified });
+    const { action, mode } = call;
+    const status = event.status;
+    const byMode = metricAttributes(`c\0${action}\0${status}\0${mode}`, () => ({
+      'gen_ai.tool.name': action,
+      'readback.status': status,
+      'readback.mode': mode,
+    }));
+    completions.add(1, byMode);
+    if (event.verificationMs !== undefined) {
+      const byCall = metricAttributes(`v\0${action}\0${status}`, () => ({
+        'gen_ai.tool.name': action,
+        'readback.status': status,
+      }));
+      verification.record(event.verificationMs / 1000, byCall);
+    }
+    if (event.claimed === 'success') {
+      const verified = event.verified;
+      const shadow = !!event.shadow;
+      const byOutcome = metricAttributes(`r\0${action}\0${status}\0${verified}\0${shadow}`, () => ({
+        'gen_ai.tool.name': action,
+        'readback.status': status,
+        'readback.verified': verified,
+        'readback.shadow': shadow,
+      }));
+      reported.add(1, byOutcome);
+    }
   }
 
   function write(event: TraceEvent): void {
@@ -160,6 +206,30 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     }
     const call = open.get(event.callId);
     if (!call) return;
+    switch (event.type) {
+      case 'completion':
+        open.delete(event.callId);
+        finish(call, event);
+        return;
+      case 'run.error': {
+        open.delete(event.callId);
+        const errorType = event.error.code ?? event.error.name;
+        if (call.recording) {
+          call.attributes[OTEL_NAMES.errorType] = errorType;
+          call.span.setAttributes(call.attributes);
+        }
+        call.span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
+        call.span.end();
+        return;
+      }
+      default:
+        if (call.recording) annotate(call, event);
+        return;
+    }
+  }
+
+  // The span's attributes and events from the steps between start and end.
+  function annotate(call: OpenCall, event: TraceEvent): void {
     const { span, attributes } = call;
     switch (event.type) {
       case 'tool.selected':
@@ -175,37 +245,31 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
       case 'operation.reserved':
         attributes['readback.reservation'] = event.reservation;
         return;
-      case 'execute.finished':
+      case 'execute.finished': {
         call.raw = event.raw;
-        span.addEvent('readback.execute', {
-          [OTEL_NAMES.attempt]: event.attempt,
-          [OTEL_NAMES.claimed]: event.claimed,
+        const fields: Attributes = {
+          'readback.attempt': event.attempt,
+          'readback.claimed': event.claimed,
           'readback.execute.outcome': event.normalized.kind,
           'readback.duration_ms': event.durationMs,
-          ...(event.normalized.code ? { [OTEL_NAMES.errorCode]: event.normalized.code } : {}),
-        });
+        };
+        if (event.normalized.code) fields[OTEL_NAMES.errorCode] = event.normalized.code;
+        span.addEvent('readback.execute', fields);
         return;
-      case 'observe':
-        span.addEvent(event.phase === 'poll' ? 'readback.poll' : 'readback.observe', {
+      }
+      case 'observe': {
+        const fields: Attributes = {
           'readback.read.phase': event.phase,
           'readback.read.result': event.result,
           'readback.read.at': event.readAt,
           'readback.duration_ms': event.durationMs,
-          ...(event.verdict ? { 'readback.read.verdict': event.verdict } : {}),
-          ...(event.terminal ? { 'readback.read.terminal': event.terminal } : {}),
-          ...(event.errorCode ? { [OTEL_NAMES.errorCode]: event.errorCode } : {}),
-        });
+        };
+        if (event.verdict) fields['readback.read.verdict'] = event.verdict;
+        if (event.terminal) fields['readback.read.terminal'] = event.terminal;
+        if (event.errorCode) fields[OTEL_NAMES.errorCode] = event.errorCode;
+        span.addEvent(event.phase === 'poll' ? 'readback.poll' : 'readback.observe', fields);
         return;
-      case 'completion':
-        open.delete(event.callId);
-        finish(call, event);
-        return;
-      case 'run.error':
-        open.delete(event.callId);
-        span.setAttributes({ ...attributes, [OTEL_NAMES.errorType]: event.error.code ?? event.error.name });
-        span.setStatus({ code: SpanStatusCode.ERROR, message: event.error.code ?? event.error.name });
-        span.end();
-        return;
+      }
       default:
         return;
     }

@@ -1,16 +1,15 @@
 import { hashOf, toRecordable } from '../canonical.js';
 import type { Clock } from '../clock.js';
-import type { Completion, Mode } from '../contract/types.js';
+import type { Completion, Mode, Status } from '../contract/types.js';
 import type { Lifecycle, OperationRecord } from '../store/types.js';
 import type {
   ClaimedOutcome,
-  CompletionEvent,
-  ObserveEvent,
+  ExecuteFinishedEvent,
   OperationReservedEvent,
   ReadPhase,
   TraceEntry,
   TraceEvent,
-  TraceEventBase,
+  TraceEventType,
   TraceSink,
 } from '../trace/events.js';
 import { TRACE_FORMAT_VERSION } from '../trace/events.js';
@@ -48,44 +47,18 @@ export interface CallFacts {
   toolCallId?: string;
 }
 
-// Fields the runner produces itself (enums, counts, hashes, its own times): nothing to redact, so not scanned.
-const RUNNER_FIELDS: ReadonlySet<string> = new Set([
-  'entry',
-  'mode',
-  'turn',
-  'valid',
-  'argsHash',
-  'rawHash',
-  'fingerprint',
-  'allowed',
-  'policy',
-  'reservation',
-  'operationId',
-  'attempt',
-  'durationMs',
-  'verificationMs',
-  'claimed',
-  'phase',
-  'readAt',
-  'result',
-  'verdict',
-  'terminal',
-  'event',
-  'from',
-  'to',
-  'status',
-  'verified',
-  'nextAllowedAction',
-  'safeToRepeat',
-  'observedAt',
-  'tool',
-  'idempotencyKey',
-  // Built in `readFacts` from a target already redacted once per call and a hash.
-  'query',
-]);
-
-type Payload<E extends TraceEvent> = Omit<E, Exclude<keyof TraceEventBase, 'operationId'> | 'type'>;
+// An event under construction. Each builder below sets the fields of its type (docs/trace-format.md) in one
+// object, in schema order, and passes every field that can hold caller data (arguments, raw results, observed
+// fields, reasons, messages, caller-supplied facts) through `scrub`; the runner's own fixed-shape fields (ids,
+// enums, counts, hashes, its own times) are set as they are. A field added to a builder that can carry caller
+// data must go through `scrub` too: nothing else redacts it.
+type Fields = Record<string, unknown>;
 type Baseline = { ok: true; value: unknown } | { ok: false; code: string; reason: string };
+type Normalized = ExecuteFinishedEvent['normalized'];
+type Finished = { claimed: ClaimedOutcome; raw?: unknown; rawHash?: string | null; normalized: Normalized };
+
+// The caller-supplied facts of `run.started` (after the runner-checked `turn`), in the order the event lists them.
+const CALLER_FACTS = ['tenant', 'actor', 'environment', 'scope', 'toolsExposed'] as const;
 
 /** Builds and dispatches trace events for one runner; `begin` opens one call's record. */
 export class Tracer {
@@ -93,6 +66,8 @@ export class Tracer {
   private readonly warned = new Set<TraceSink>();
   private callSeq = 0;
   private readonly callPrefix = `call_${Math.random().toString(36).slice(2, 10)}_`;
+  private lastMs = Number.NaN;
+  private lastIso = '';
 
   /** The event types some sink uses, or null when one of them takes every type. */
   readonly wanted: ReadonlySet<string> | null;
@@ -113,27 +88,29 @@ export class Tracer {
     const callId = facts.toolCallId ?? `${this.callPrefix}${++this.callSeq}`;
     const trace = new RunTrace(this, action.name, facts.runId, callId);
     if (record) trace.attach(record);
-    const { runId: _r, toolCallId: _t, ...rest } = facts;
-    trace.emit('run.started', { ...rest, mode: action.mode });
+    trace.started(action.mode, facts);
     return trace;
   }
 
-  /** The clock's time as ISO 8601; consecutive events in the same millisecond share one string. */
+  /** The clock's time as ISO 8601. */
   isoNow(): string {
-    const now = this.clock.now();
-    if (now !== this.lastMs) {
-      this.lastMs = now;
-      this.lastIso = new Date(now).toISOString();
+    return this.isoOf(this.clock.now());
+  }
+
+  /** A time in ms as ISO 8601; events in the same millisecond share one string (formatting costs ~0.3 µs). */
+  isoOf(ms: number): string {
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastIso = new Date(ms).toISOString();
     }
     return this.lastIso;
   }
 
-  private lastMs = Number.NaN;
-  private lastIso = '';
-
   /** Hands one event to every sink; a failing sink is reported, never allowed to disturb the run. */
   dispatch(event: TraceEvent): void {
-    for (const sink of this.options.sinks) {
+    const sinks = this.options.sinks;
+    for (let i = 0; i < sinks.length; i++) {
+      const sink = sinks[i]!;
       if (sink.types && !sink.types.has(event.type)) continue;
       try {
         const pending = sink.write(event);
@@ -168,7 +145,9 @@ export class RunTrace {
   private claim: ClaimedOutcome = 'none';
   private executeEndedAt: number | undefined;
   private inputHash: string | null | undefined;
-  private target: string | undefined;
+  // The target as given and as redacted, so a call's reads do not scan the same string again.
+  private targetSeen: string | undefined;
+  private targetRedacted = '';
 
   constructor(
     private readonly tracer: Tracer,
@@ -179,11 +158,11 @@ export class RunTrace {
     this.startedAt = tracer.clock.now();
   }
 
-  /** Builds, redacts and dispatches one event. */
-  emit<T extends TraceEvent['type']>(type: T, payload: Payload<Extract<TraceEvent, { type: T }>>): void {
-    if (this.tracer.wanted && !this.tracer.wanted.has(type)) return;
-    const body = this.tracer.redactor.redactExcept(payload, RUNNER_FIELDS);
-    const event = {
+  // Starts an event with the fields every event carries, or returns undefined when no sink takes its type.
+  private open(type: TraceEventType): Fields | undefined {
+    const wanted = this.tracer.wanted;
+    if (wanted !== null && !wanted.has(type)) return undefined;
+    const event: Fields = {
       v: TRACE_FORMAT_VERSION,
       type,
       seq: ++this.seq,
@@ -191,32 +170,69 @@ export class RunTrace {
       runId: this.runId,
       callId: this.callId,
       action: this.action,
-      ...(this.operationId ? { operationId: this.operationId } : {}),
-      ...body,
-    } as unknown as TraceEvent;
-    this.tracer.dispatch(event);
+    };
+    if (this.operationId) event.operationId = this.operationId;
+    return event;
+  }
+
+  // Whether some sink takes this type; builders whose events always name the operation then write the whole
+  // event as one literal (one allocation, no property-array growth), the common fields first.
+  private wants(type: TraceEventType): boolean {
+    const wanted = this.tracer.wanted;
+    return wanted === null || wanted.has(type);
+  }
+
+  private send(event: Fields): void {
+    this.tracer.dispatch(event as unknown as TraceEvent);
+  }
+
+  // Redaction of one field that can hold caller data (key rules see the field's name, as for nested keys).
+  private scrub(key: string, value: unknown): unknown {
+    return this.tracer.redactor.redactField(key, value);
+  }
+
+  private redactedTarget(target: string): string {
+    if (target !== this.targetSeen) {
+      this.targetRedacted = this.scrub('target', target) as string;
+      this.targetSeen = target;
+    }
+    return this.targetRedacted;
+  }
+
+  /** Emits `run.started` with the call's facts (called by `Tracer.begin`). */
+  started(mode: Mode, facts: CallFacts): void {
+    const e = this.open('run.started');
+    if (!e) return;
+    e.entry = facts.entry;
+    if (facts.turn !== undefined) e.turn = facts.turn;
+    for (const key of CALLER_FACTS) if (facts[key] !== undefined) e[key] = this.scrub(key, facts[key]);
+    e.mode = mode;
+    this.send(e);
   }
 
   /** Records the validated (or rejected) arguments: hashed, raw only when opted in. */
   selected(valid: boolean, input: unknown, extra: { issues?: string[]; target?: string } = {}): void {
-    const argsHash = hashOrNull(input);
+    const e = this.open('tool.selected');
+    const argsHash = e || valid ? hashOrNull(input) : null;
     if (valid) this.inputHash = argsHash;
-    this.emit('tool.selected', {
-      tool: this.action,
-      valid,
-      argsHash,
-      ...(this.tracer.options.recordArguments ? { args: toRecordable(input).value } : {}),
-      ...extra,
-    });
+    if (!e) return;
+    e.tool = this.action;
+    e.valid = valid;
+    e.argsHash = argsHash;
+    if (this.tracer.options.recordArguments) e.args = this.scrub('args', toRecordable(input).value);
+    if (extra.issues !== undefined) e.issues = this.scrub('issues', extra.issues);
+    if (extra.target !== undefined) e.target = this.redactedTarget(extra.target);
+    this.send(e);
   }
 
   /** Records the authorization decision. */
   permission(policy: boolean, reason: string | undefined): void {
-    this.emit('permission.decided', {
-      allowed: reason === undefined,
-      policy,
-      ...(reason !== undefined ? { reason } : {}),
-    });
+    const e = this.open('permission.decided');
+    if (!e) return;
+    e.allowed = reason === undefined;
+    e.policy = policy;
+    if (reason !== undefined) e.reason = this.scrub('reason', reason);
+    this.send(e);
   }
 
   /** Records how the operation record was found or made. */
@@ -225,22 +241,22 @@ export class RunTrace {
     reservation: OperationReservedEvent['reservation'],
   ): void {
     this.operationId = record.id;
-    this.emit('operation.reserved', {
-      operationId: record.id,
-      idempotencyKey: record.idempotencyKey,
-      fingerprint: record.fingerprint,
-      reservation,
-    });
-    if (reservation === 'created') {
-      this.emit('state.transition', {
+    if (this.wants('operation.reserved')) {
+      this.send({
+        v: TRACE_FORMAT_VERSION,
+        type: 'operation.reserved',
+        seq: ++this.seq,
+        at: this.tracer.isoNow(),
+        runId: this.runId,
+        callId: this.callId,
+        action: this.action,
         operationId: record.id,
-        event: 'reserved',
-        from: null,
-        to: 'requested',
-        status: null,
-        attempt: 0,
+        idempotencyKey: record.idempotencyKey,
+        fingerprint: record.fingerprint,
+        reservation,
       });
     }
+    if (reservation === 'created') this.moved(record.id, 'reserved', null, 'requested', null, 0);
   }
 
   /** Ties the call to an existing operation (poll, reconcile) without a reservation event. */
@@ -250,154 +266,243 @@ export class RunTrace {
 
   /** Records one store transition. */
   transition(event: string, from: Lifecycle, record: OperationRecord): void {
-    this.emit('state.transition', {
-      operationId: record.id,
+    this.moved(record.id, event, from, record.lifecycle, record.status, record.attempt);
+  }
+
+  private moved(
+    operationId: string,
+    event: string,
+    from: Lifecycle | null,
+    to: Lifecycle,
+    status: Status | null,
+    attempt: number,
+  ): void {
+    if (!this.wants('state.transition')) return;
+    this.send({
+      v: TRACE_FORMAT_VERSION,
+      type: 'state.transition',
+      seq: ++this.seq,
+      at: this.tracer.isoNow(),
+      runId: this.runId,
+      callId: this.callId,
+      action: this.action,
+      operationId,
       event,
       from,
-      to: record.lifecycle,
-      status: record.status,
-      attempt: record.attempt,
+      to,
+      status,
+      attempt,
     });
   }
 
   /** Wraps the execute call: `execute.started`, then the claim and the raw result, apart from any read. */
-  async execute<T>(record: OperationRecord, call: () => Promise<T>): Promise<T> {
-    const { clock, options } = this.tracer;
-    this.emit('execute.started', {
-      operationId: record.id,
-      idempotencyKey: record.idempotencyKey,
-      attempt: record.attempt,
-    });
-    const started = clock.now();
-    const finished = (
-      payload: Omit<
-        Payload<Extract<TraceEvent, { type: 'execute.finished' }>>,
-        'operationId' | 'attempt' | 'durationMs'
-      >,
-    ) => {
-      this.executeEndedAt = clock.now();
-      this.claim = payload.claimed;
-      this.emit('execute.finished', {
+  execute<T>(record: OperationRecord, call: () => Promise<T>): Promise<T> {
+    const clock = this.tracer.clock;
+    if (this.wants('execute.started')) {
+      this.send({
+        v: TRACE_FORMAT_VERSION,
+        type: 'execute.started',
+        seq: ++this.seq,
+        at: this.tracer.isoNow(),
+        runId: this.runId,
+        callId: this.callId,
+        action: this.action,
         operationId: record.id,
+        idempotencyKey: record.idempotencyKey,
         attempt: record.attempt,
-        durationMs: this.executeEndedAt - started,
-        ...payload,
       });
-    };
-    let raw: T;
-    try {
-      raw = await call();
-    } catch (error) {
-      const kind = error instanceof StepTimeout ? 'timed_out' : 'threw';
-      finished({ claimed: 'error', normalized: { kind, reason: describeError(error) } });
-      throw error;
     }
-    const body = isRejected(raw) || isAccepted(raw) ? (raw.raw ?? null) : raw;
+    const started = clock.now();
+    // then() rather than an async wrapper: one promise per step instead of two on a hot path.
+    return settle(call).then(
+      (raw) => {
+        this.returned(record, started, raw);
+        return raw;
+      },
+      (error: unknown) => {
+        const kind = error instanceof StepTimeout ? 'timed_out' : 'threw';
+        this.finished(record, started, {
+          claimed: 'error',
+          normalized: { kind, reason: describeError(error) },
+        });
+        throw error;
+      },
+    );
+  }
+
+  private returned(record: OperationRecord, started: number, raw: unknown): void {
+    const options = this.tracer.options;
+    const rejected = isRejected(raw);
+    const accepted = !rejected && isAccepted(raw);
+    const claimed = rejected ? 'rejected' : accepted ? 'accepted' : claimOf(options.claimOf, raw);
+    if (this.tracer.wanted !== null && !this.tracer.wanted.has('execute.finished')) {
+      this.executeEndedAt = this.tracer.clock.now();
+      this.claim = claimed;
+      return;
+    }
+    const body = rejected || accepted ? ((raw as { raw?: unknown }).raw ?? null) : raw;
     const recorded = toRecordable(body).value;
     // With the raw result in the record its hash adds nothing; without it, the hash is what remains.
     const keepRaw = options.recordResults !== false;
-    const rawHash = keepRaw ? null : hashOrNull(recorded);
-    const normalized: Payload<Extract<TraceEvent, { type: 'execute.finished' }>>['normalized'] = isRejected(
-      raw,
-    )
+    const normalized: Normalized = isRejected(raw)
       ? { kind: 'rejected', code: raw.code, reason: raw.reason }
       : isAccepted(raw)
         ? { kind: 'accepted', ref: toRecordable(raw.ref).value }
         : { kind: 'returned' };
-    finished({
-      claimed: isRejected(raw) ? 'rejected' : isAccepted(raw) ? 'accepted' : claimOf(options.claimOf, raw),
-      ...(keepRaw ? { raw: recorded } : {}),
-      ...(rawHash ? { rawHash } : {}),
+    this.finished(record, started, {
+      claimed,
+      raw: keepRaw ? recorded : undefined,
+      rawHash: keepRaw ? null : hashOrNull(recorded),
       normalized,
     });
-    return raw;
+  }
+
+  private finished(record: OperationRecord, started: number, f: Finished): void {
+    const ended = this.tracer.clock.now();
+    this.executeEndedAt = ended;
+    this.claim = f.claimed;
+    if (!this.wants('execute.finished')) return;
+    const e: Fields = {
+      v: TRACE_FORMAT_VERSION,
+      type: 'execute.finished',
+      seq: ++this.seq,
+      at: this.tracer.isoOf(ended),
+      runId: this.runId,
+      callId: this.callId,
+      action: this.action,
+      operationId: record.id,
+      attempt: record.attempt,
+      durationMs: ended - started,
+      claimed: f.claimed,
+    };
+    if (f.raw !== undefined) e.raw = this.scrub('raw', f.raw);
+    if (f.rawHash) e.rawHash = f.rawHash;
+    // `returned` carries no caller data; the other kinds carry a code, a reason or a reference.
+    e.normalized = f.normalized.kind === 'returned' ? f.normalized : this.scrub('normalized', f.normalized);
+    this.send(e);
   }
 
   /** Wraps one authoritative read and records the query, the read time and what was seen. */
-  async observe(phase: ReadPhase, record: OperationRecord, read: () => Promise<Reading>): Promise<Reading> {
+  observe(phase: ReadPhase, record: OperationRecord, read: () => Promise<Reading>): Promise<Reading> {
     const started = this.tracer.clock.now();
-    const reading = await read();
-    const payload: Payload<ObserveEvent> = {
-      ...this.readFacts(phase, record, started, reading.at),
-      result: reading.kind,
-    };
+    return settle(read).then((reading) => {
+      this.observed(phase, record, started, reading);
+      return reading;
+    });
+  }
+
+  private observed(phase: ReadPhase, record: OperationRecord, started: number, reading: Reading): void {
+    const e = this.readEvent(phase, record, started, reading.at);
+    if (!e) return;
+    e.result = reading.kind;
     if (reading.kind === 'observed') {
       if (reading.evaluation) {
-        payload.verdict = reading.evaluation.verdict;
-        payload.observed = reading.evaluation.evidence;
-        payload.checks = reading.evaluation.checks;
+        e.verdict = reading.evaluation.verdict;
+        e.observed = this.scrub('observed', reading.evaluation.evidence);
+        e.checks = this.scrub('checks', reading.evaluation.checks);
       }
-      if (reading.terminal) payload.terminal = reading.terminal;
+      if (reading.terminal) e.terminal = reading.terminal;
     } else if (reading.kind === 'error') {
-      payload.errorCode = reading.code;
-      payload.reason = reading.reason;
+      e.errorCode = this.scrub('errorCode', reading.code);
+      e.reason = this.scrub('reason', reading.reason);
     }
-    this.emit('observe', payload);
-    return reading;
+    this.send(e);
   }
 
   /** Wraps the baseline read. */
-  async baseline<B extends Baseline>(record: OperationRecord, read: () => Promise<B>): Promise<B> {
+  baseline<B extends Baseline>(record: OperationRecord, read: () => Promise<B>): Promise<B> {
     const started = this.tracer.clock.now();
-    const base = await read();
-    const at = this.tracer.clock.now();
-    this.emit('observe', {
-      ...this.readFacts('baseline', record, started, at),
-      result: !base.ok ? 'error' : base.value === null ? 'absent' : 'observed',
-      ...(!base.ok ? { errorCode: base.code, reason: base.reason } : {}),
+    return settle(read).then((base) => {
+      const e = this.readEvent('baseline', record, started, this.tracer.clock.now());
+      if (!e) return base;
+      e.result = !base.ok ? 'error' : base.value === null ? 'absent' : 'observed';
+      if (!base.ok) {
+        e.errorCode = this.scrub('errorCode', base.code);
+        e.reason = this.scrub('reason', base.reason);
+      }
+      this.send(e);
+      return base;
     });
-    return base;
   }
 
   /** Emits the completion, with the claim and the verified outcome as separate fields. */
   completed(c: Completion): void {
     const now = this.tracer.clock.now();
     this.operationId = c.operationId;
-    const payload: Payload<CompletionEvent> = {
+    if (!this.wants('completion')) return;
+    const e: Fields = {
+      v: TRACE_FORMAT_VERSION,
+      type: 'completion',
+      seq: ++this.seq,
+      at: this.tracer.isoOf(now),
+      runId: this.runId,
+      callId: this.callId,
+      action: this.action,
       operationId: c.operationId,
       status: c.status,
       idempotencyKey: c.idempotencyKey,
       attempt: c.attempt,
-      message: c.message,
+      message: this.scrub('message', c.message),
       nextAllowedAction: c.nextAllowedAction,
       safeToRepeat: c.safeToRepeat,
       claimed: this.claim,
       verified: c.status === 'verified',
-      checks: c.checks,
+      checks: this.scrub('checks', c.checks),
       durationMs: now - this.startedAt,
     };
-    if (c.errorCode) payload.errorCode = c.errorCode;
-    if (c.reason) payload.reason = c.reason;
-    if (c.observedAt) payload.observedAt = c.observedAt;
-    if (c.evidence) payload.evidence = c.evidence;
-    if (c.units) payload.units = c.units;
-    if (this.executeEndedAt !== undefined) payload.verificationMs = now - this.executeEndedAt;
-    this.emit('completion', payload);
+    if (c.errorCode) e.errorCode = this.scrub('errorCode', c.errorCode);
+    if (c.reason) e.reason = this.scrub('reason', c.reason);
+    if (c.observedAt) e.observedAt = c.observedAt;
+    if (c.evidence) e.evidence = this.scrub('evidence', c.evidence);
+    if (c.units) e.units = this.scrub('units', c.units);
+    if (this.executeEndedAt !== undefined) e.verificationMs = now - this.executeEndedAt;
+    if (c.shadow) e.shadow = this.scrub('shadow', c.shadow);
+    this.send(e);
   }
 
   /** Emits `run.error` for a call that threw instead of completing. */
   failed(error: unknown): void {
-    const e = error as { name?: unknown; code?: unknown };
-    this.emit('run.error', {
-      error: {
-        name: typeof e?.name === 'string' ? e.name : 'Error',
-        ...(typeof e?.code === 'string' ? { code: e.code } : {}),
-        message: describeError(error),
-      },
+    const e = this.open('run.error');
+    if (!e) return;
+    const err = error as { name?: unknown; code?: unknown };
+    e.error = this.scrub('error', {
+      name: typeof err?.name === 'string' ? err.name : 'Error',
+      ...(typeof err?.code === 'string' ? { code: err.code } : {}),
+      message: describeError(error),
     });
+    this.send(e);
   }
 
-  private readFacts(phase: ReadPhase, record: OperationRecord, started: number, at: number) {
+  // Opens an `observe` event with the facts of one read: the query, the read time and how long it took.
+  private readEvent(phase: ReadPhase, record: OperationRecord, started: number, at: number) {
     if (this.inputHash === undefined) this.inputHash = hashOrNull(record.input);
-    this.target ??= this.tracer.redactor.redact(record.target);
-    return {
+    if (!this.wants('observe')) return undefined;
+    const e: Fields = {
+      v: TRACE_FORMAT_VERSION,
+      type: 'observe',
+      seq: ++this.seq,
+      at: this.tracer.isoNow(),
+      runId: this.runId,
+      callId: this.callId,
+      action: this.action,
       operationId: record.id,
       phase,
       attempt: record.attempt,
-      query: { target: this.target, inputHash: this.inputHash },
-      readAt: new Date(at).toISOString(),
+      query: { target: this.redactedTarget(record.target), inputHash: this.inputHash },
+      readAt: this.tracer.isoOf(at),
       durationMs: at - started,
+      result: undefined,
     };
+    return e;
+  }
+}
+
+// Calls a step and returns its promise; a step that throws synchronously rejects, as it would in an async function.
+function settle<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(step());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

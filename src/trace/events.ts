@@ -1,4 +1,12 @@
-import type { Check, Mode, NextAllowedAction, RepeatSafety, Status, UnitSummary } from '../contract/types.js';
+import type {
+  Check,
+  Mode,
+  NextAllowedAction,
+  RepeatSafety,
+  ShadowVerdict,
+  Status,
+  UnitSummary,
+} from '../contract/types.js';
 import type { Lifecycle } from '../store/types.js';
 
 /** The version of the trace format; every event carries it as `v`. Bumped on any incompatible change. */
@@ -163,6 +171,8 @@ export interface CompletionEvent extends TraceEventBase {
   durationMs: number;
   /** From the end of the last execute to the decision, when execute ran in this call. */
   verificationMs?: number;
+  /** Shadow mode only: the live tool's claim against this status; an operator signal, never proof. */
+  shadow?: ShadowVerdict;
 }
 
 /** The call threw (misuse or a broken store): no completion exists. */

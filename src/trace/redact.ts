@@ -22,6 +22,8 @@ export interface Redactor {
   redact<T>(value: T): T;
   /** Like `redact`, but copies the named top-level fields as they are (fields the runner itself produced). */
   redactExcept<T extends object>(value: T, keep: ReadonlySet<string>): T;
+  /** Redacts the value of one field named `key`: key rules see the name, as they would inside an object. */
+  redactField(key: string, value: unknown): unknown;
 }
 
 // Keys whose values are secrets whatever they look like. `pass` alone is not here: checks carry `pass`.
@@ -44,7 +46,9 @@ const SECRET_VALUE = new RegExp(
     '(?<google_key>AIza[0-9A-Za-z_-]{35})',
     '(?<url_credentials>://[^\\s:/@]+:[^\\s/@]+@)',
     `(?<assignment>(?:${['passwd', 'password', 'pwd', 'secret', 'token', 'api_key', 'api-key', 'apikey', 'access_key', 'access-key'].flatMap(cases).join('|')})\\s*[=:]\\s*[^\\s,;&"']+)`,
-    '(?<card_number>\\d(?:[ -]?\\d){12,18})',
+    // Starts only where a token starts: a digit inside a word ("a1 4111…") would otherwise begin a
+    // candidate that is refused as a whole, and the scan would resume after the real card.
+    '(?<card_number>(?<![\\w.-])\\d(?:[ -]?\\d){12,18})',
   ].join('|'),
   'g',
 );
@@ -141,6 +145,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   return {
     redact: <T>(value: T) => walk(value, 0) as T,
     redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, keep) as T,
+    redactField: (key: string, value: unknown) => redactEntry(key, value, 0),
   };
 }
 
@@ -156,11 +161,9 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 function replaceDefault(match: string, ...rest: unknown[]): string {
   const groups = rest[rest.length - 1] as Record<string, string | undefined>;
   if (groups.card_number !== undefined) {
-    // A digit run inside a longer token (a hash, an id) is not a card number.
     const offset = rest[rest.length - 3] as number;
     const text = rest[rest.length - 2] as string;
-    const inside = /[\w.-]/.test(text[offset - 1] ?? ' ') || /[\w-]/.test(text[offset + match.length] ?? ' ');
-    return !inside && luhn(match) ? '[redacted:card_number]' : match;
+    return redactCards(match, text[offset + match.length] ?? ' ');
   }
   if (groups.url_credentials !== undefined) return '://[redacted:url_credentials]@';
   if (groups.assignment !== undefined) {
@@ -169,6 +172,24 @@ function replaceDefault(match: string, ...rest: unknown[]): string {
   }
   for (const [name, text] of Object.entries(groups)) if (text !== undefined) return `[redacted:${name}]`;
   return '[redacted]';
+}
+
+/**
+ * Redacts every card number in a candidate run of digit groups. The greedy run may be longer than the
+ * card ("4111 1111 1111 1111 22"), so when the whole run fails, each stretch that starts and ends at a
+ * group boundary is tried, longest first. A run glued to a following word character (a hash, an id)
+ * is not a card.
+ */
+function redactCards(run: string, after: string): string {
+  const boundaryAfter = (end: number) => (end === run.length ? !/[\w-]/.test(after) : /[ -]/.test(run[end]!));
+  for (let start = 0; start < run.length; start++) {
+    if (!/\d/.test(run[start]!) || (start > 0 && !/[ -]/.test(run[start - 1]!))) continue;
+    for (let end = run.length; end - start >= 13; end--) {
+      if (!boundaryAfter(end) || !/\d/.test(run[end - 1]!) || !luhn(run.slice(start, end))) continue;
+      return `${run.slice(0, start)}[redacted:card_number]${redactCards(run.slice(end), after)}`;
+    }
+  }
+  return run;
 }
 
 // A 13-19 digit integer that passes the Luhn check (epoch milliseconds have 13 digits: too many false hits).

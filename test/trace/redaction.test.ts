@@ -4,6 +4,22 @@ import { createRedactor } from '../../src/index.js';
 describe('redaction rules', () => {
   const redactor = createRedactor();
 
+  it('finds a card number next to other digits, and leaves digit runs inside ids alone', () => {
+    const card = '4111 1111 1111 1111';
+    const cases: [string, string][] = [
+      [`a1 ${card}`, 'a1 [redacted:card_number]'],
+      // A leading 0 leaves the Luhn sum as it is, so the whole run passes: redacting more is the safe side.
+      [`0 ${card}`, '[redacted:card_number]'],
+      [`${card} 22`, '[redacted:card_number] 22'],
+      [`12 ${card} 34`, '12 [redacted:card_number] 34'],
+      [`pay ${card.replace(/ /g, '-')} now`, 'pay [redacted:card_number] now'],
+      [`two: ${card} and 5555 5555 5555 4444.`, 'two: [redacted:card_number] and [redacted:card_number].'],
+      ['op_4111111111111111 and 4111111111111111x stay', 'op_4111111111111111 and 4111111111111111x stay'],
+    ];
+    for (const [input, expected] of cases)
+      expect(redactor.redact({ note: input })).toEqual({ note: expected });
+  });
+
   it('removes the values under secret-looking keys, whatever they look like, at any depth', () => {
     const out = redactor.redact({
       user: 'ana',
