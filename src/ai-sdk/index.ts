@@ -13,13 +13,12 @@
  * `ai` is an optional peer dependency, imported only by this subpath.
  */
 import { type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
-import type { Action, Completion, RunContext, Status } from '../contract/types.js';
-import { STATUSES } from '../contract/types.js';
-import { completionText, isErrorStatus } from '../integrations/text.js';
+import type { Action, Completion, RunContext } from '../contract/types.js';
+import { completionText, isCompletion, isErrorStatus } from '../integrations/text.js';
 import { guardAnswer } from '../messages/guard.js';
 import type { Runner } from '../runner/runner.js';
 
-export { completionText, isErrorStatus };
+export { completionText, isCompletion, isErrorStatus };
 
 /** What a tool result shows the model; the AI SDK's `ToolResultOutput` (not exported by `ai` itself). */
 export type ModelOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
@@ -145,18 +144,6 @@ export function aiTools(
     tools[action.name] = aiTool(runner, action, { ...shared, runId, ...perAction?.[action.name] });
   }
   return tools;
-}
-
-/** True for a value shaped like a readback Completion. */
-export function isCompletion(value: unknown): value is Completion {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Partial<Completion>;
-  return (
-    typeof v.status === 'string' &&
-    (STATUSES as readonly string[]).includes(v.status as Status) &&
-    typeof v.operationId === 'string' &&
-    typeof v.message === 'string'
-  );
 }
 
 /** The completions in a `generateText` result (every step's tool results that came from readback tools). */

@@ -36,6 +36,20 @@ const LIST_COLUMNS: readonly Column[] = [
   { header: 'next poll', min: 20, max: 20 },
 ];
 
+// `--shadow`: the operations whose live tool claimed something the read-back contradicted.
+const SHADOW_COLUMNS: readonly Column[] = [
+  { header: 'id', min: 12, max: 48 },
+  { header: 'action', min: 8, max: 24 },
+  { header: 'claimed', min: 8, max: 8 },
+  { header: 'verified status', min: 15, max: 15 },
+  { header: 'reason', min: 12, grow: true },
+];
+
+/** True when a shadow run recorded that the live tool's claim disagreed with the verified status. */
+export function shadowDisagrees(record: OperationRecord): boolean {
+  return record.completion?.shadow?.agrees === false;
+}
+
 const TIMELINE_COLUMNS: readonly Column[] = [
   { header: 'seq', min: 3, max: 5 },
   { header: 'time', min: 24, max: 24 },
@@ -68,10 +82,12 @@ async function list(
   const status = parseStatus(stringFlag(flags, 'status'));
   const limit = intFlag(flags, 'limit');
   const action = stringFlag(flags, 'action');
-  const records = await store.list({
+  const shadow = flags.shadow === true;
+  const listed = await store.list({
     ...(status ? { status } : {}),
     ...(action !== undefined ? { action } : {}),
   });
+  const records = shadow ? listed.filter(shadowDisagrees) : listed;
   // Newest activity first, so `--limit 10` shows what just happened.
   records.sort(
     (a, b) => b.updatedAt - a.updatedAt || b.requestedAt - a.requestedAt || a.id.localeCompare(b.id),
@@ -82,7 +98,21 @@ async function list(
     return 0;
   }
   if (shown.length === 0) {
-    io.stdout.write('no operations match\n');
+    io.stdout.write(shadow ? 'no shadow disagreements\n' : 'no operations match\n');
+    return 0;
+  }
+  const more = shown.length < records.length ? ` (of ${records.length}; raise --limit to see more)` : '';
+  if (shadow) {
+    const rows = shown.map((r) => [
+      r.id,
+      r.action,
+      r.completion?.shadow?.claimed ?? '-',
+      r.completion?.status ?? '-',
+      r.completion?.reason ?? r.completion?.errorCode ?? '-',
+    ]);
+    io.stdout.write(
+      `${renderTable(SHADOW_COLUMNS, rows, { width: tableWidth(io) })}\n${shown.length} shadow disagreement${shown.length === 1 ? '' : 's'}${more} (operator signals, not proof)\n`,
+    );
     return 0;
   }
   const rows = shown.map((r) => [
@@ -95,7 +125,6 @@ async function list(
     shortTime(r.updatedAt),
     shortTime(r.nextPollAt),
   ]);
-  const more = shown.length < records.length ? ` (of ${records.length}; raise --limit to see more)` : '';
   io.stdout.write(
     `${renderTable(LIST_COLUMNS, rows, { width: tableWidth(io) })}\n${shown.length} operation${shown.length === 1 ? '' : 's'}${more}\n`,
   );
@@ -154,6 +183,14 @@ export function renderShow(record: OperationRecord, events: OperationEvent[], wi
         ['errorCode', c.errorCode ?? '-'],
         ['reason', c.reason ?? '-'],
         ['message', c.message],
+        ...(c.shadow
+          ? [
+              [
+                'shadow',
+                `tool claimed ${c.shadow.claimed}; ${c.shadow.agrees === null ? 'undecided' : c.shadow.agrees ? 'agrees' : 'disagrees'} (an operator signal, never proof)`,
+              ] as [string, string],
+            ]
+          : []),
         ['next', c.nextAllowedAction],
         ['evidence', c.evidence === undefined ? '-' : compactValue(c.evidence, 400)],
         ...c.checks.map(
@@ -259,7 +296,7 @@ async function resolveOp(
 }
 
 const SUBCOMMANDS: Record<string, Subcommand> = {
-  list: { flags: ['store', 'status', 'action', 'limit', 'json'], takesId: false, run: list },
+  list: { flags: ['store', 'status', 'action', 'limit', 'shadow', 'json'], takesId: false, run: list },
   show: { flags: ['store', 'json'], takesId: true, run: show },
   resolve: { flags: ['store', 'status', 'note', 'by', 'json'], takesId: true, run: resolveOp },
 };
@@ -268,7 +305,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
 export const opsCommand: Command = {
   summary: 'list, inspect and resolve durable operations in a store',
   usage: [
-    'readback ops list [--store S] [--status S] [--action A] [--limit N] [--json]',
+    'readback ops list [--store S] [--status S] [--action A] [--limit N] [--shadow] [--json]',
     '       readback ops show <id> [--store S] [--json]',
     '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S]',
   ].join('\n'),
@@ -283,6 +320,10 @@ export const opsCommand: Command = {
     },
     action: { type: 'string', description: 'list: only operations of this action' },
     limit: { type: 'string', description: 'list: at most this many operations, most recently updated first' },
+    shadow: {
+      type: 'boolean',
+      description: "list: only shadow-mode operations whose tool's claim disagreed with the verified status",
+    },
     note: { type: 'string', description: 'resolve: why the operator decided so (required)' },
     by: { type: 'string', description: 'resolve: who decided (required)' },
     json: { type: 'boolean', description: 'print JSON instead of text' },

@@ -80,6 +80,10 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
     fail(field('safeToRepeat'), 'must be true, false or "unknown"');
   }
 
+  if (contract.shadow !== undefined && typeof contract.shadow !== 'boolean') {
+    fail(field('shadow'), `must be true or false; got ${describe(contract.shadow)}`);
+  }
+
   const settle = { ...DEFAULTS.settle, ...definedFields(contract.settle, field('settle')) };
   const poll = { ...DEFAULTS.poll, ...definedFields(contract.poll, field('poll')) };
   const action: Action<I, O> = {

@@ -76,6 +76,20 @@ export interface UnitSummary {
   failedTargets: string[];
 }
 
+/**
+ * What a live tool's own result claimed, in shadow mode: `success` (returned normally, body does not say it
+ * failed), `failure` (body says it failed), `accepted` (queued), `rejected` (a rejection marker), `error` (it
+ * threw or timed out), `none` (not known: execute did not run, or the claim was lost with a crashed process).
+ */
+export type ShadowClaim = 'success' | 'failure' | 'accepted' | 'rejected' | 'error' | 'none';
+
+/** Whether the live tool's claim matched the verified status; `agrees` is null while undecided. */
+export interface ShadowVerdict {
+  claimed: ShadowClaim;
+  status: Status;
+  agrees: boolean | null;
+}
+
 /** The honest result of running one action; every outcome resolves to one of these. */
 export interface Completion {
   status: Status;
@@ -95,6 +109,8 @@ export interface Completion {
   nextAllowedAction: NextAllowedAction;
   safeToRepeat: RepeatSafety;
   message: string;
+  /** Set on shadow observations only: for operators, never proof for users (the agent got the tool's result). */
+  shadow?: ShadowVerdict;
 }
 
 /** Settle window for lagging reads in committed mode. */
@@ -151,6 +167,11 @@ export interface ActionContract<I, O> {
   /** When true for a call, the run parks as `pending` (`ask_user`) until `runner.approve` records a reviewer's yes. */
   needsApproval?(input: I, ctx: RunContext): boolean | Promise<boolean>;
   messages?: Partial<Record<Status, MessageTemplate>>;
+  /**
+   * Shadow mode for rolling readback out under a live tool: call it with `runner.shadow`, which returns the
+   * tool's own result unchanged and records whether its claim matched the verified status.
+   */
+  shadow?: boolean;
 }
 
 /** A validated contract with every default resolved; produced only by `defineAction`. */

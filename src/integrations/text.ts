@@ -3,6 +3,7 @@
  * the other adapters speak the same words. No framework imports here.
  */
 import type { Completion, Status } from '../contract/types.js';
+import { STATUSES } from '../contract/types.js';
 
 /** True for statuses reported as tool errors: `failed` and `unknown`. */
 export function isErrorStatus(status: Status): boolean {
@@ -11,8 +12,23 @@ export function isErrorStatus(status: Status): boolean {
 
 /** The text a model is shown for a completion: its status in words, the allowed message and the operation. */
 export function completionText(completion: Completion): string {
-  const head = [`status: ${completion.status}`];
+  // A shadow completion is an operator observation: say so first, so no reader takes it as proof.
+  const head = completion.shadow
+    ? ['shadow observation, not proof', `status: ${completion.status}`]
+    : [`status: ${completion.status}`];
   if (completion.errorCode) head.push(`errorCode: ${completion.errorCode}`);
   if (completion.nextAllowedAction !== 'none') head.push(`next: ${completion.nextAllowedAction}`);
   return `[${head.join(', ')}] ${completion.message} (operation ${completion.operationId})`;
+}
+
+/** True for a value shaped like a readback Completion. */
+export function isCompletion(value: unknown): value is Completion {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<Completion>;
+  return (
+    typeof v.status === 'string' &&
+    (STATUSES as readonly string[]).includes(v.status as Status) &&
+    typeof v.operationId === 'string' &&
+    typeof v.message === 'string'
+  );
 }

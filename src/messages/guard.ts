@@ -17,7 +17,8 @@
  * Judgement of an attributed claim: `verified` allows any claim; `no_op` allows a claim that a
  * state holds ("T-104 is resolved", "was already resolved") but not one that reports an act
  * ("I resolved T-104", "Done"), since nothing was done; `partial` allows a claim whose clause
- * states the exact counts ("8 of 10 records migrated"); every other status refuses it.
+ * states the exact counts ("8 of 10 records migrated"); every other status refuses it. A shadow
+ * completion (`completion.shadow` set) is an operator observation, never proof: it supports no claim.
  */
 import type { Completion, Status } from '../contract/types.js';
 import {
@@ -152,6 +153,7 @@ function statesCounts(clause: string, c: Completion): boolean {
 }
 
 function allowed(claim: EffectClaim, c: Completion): boolean {
+  if (c.shadow !== undefined) return false;
   switch (c.status) {
     case 'verified':
       return true;
@@ -174,6 +176,10 @@ const ADVICE: Record<Status, string> = {
 };
 
 function unverified(sentence: string, claim: EffectClaim, c: Completion): Violation {
+  const why =
+    c.shadow !== undefined
+      ? `its only evidence is a shadow observation (operation ${c.operationId}), which is never proof for users; report what the tool itself returned, not readback's status.`
+      : `its status is ${c.status} (operation ${c.operationId}); ${ADVICE[c.status]}.`;
   return {
     kind: 'unverified_claim',
     sentence,
@@ -182,14 +188,14 @@ function unverified(sentence: string, claim: EffectClaim, c: Completion): Violat
     action: c.action,
     status: c.status,
     operationId: c.operationId,
-    detail: `"${claim.word}" claims an effect of ${c.action} on ${c.target}, but its status is ${c.status} (operation ${c.operationId}); ${ADVICE[c.status]}.`,
+    detail: `"${claim.word}" claims an effect of ${c.action} on ${c.target}, but ${why}`,
   };
 }
 
 /** Checks an answer against the run's completions and lists every claim the evidence does not support. */
 export function guardAnswer(text: string, completions: readonly Completion[]): GuardResult {
   const profiles = completions.map(profile);
-  const notVerified = completions.filter((c) => c.status !== 'verified').length;
+  const notVerified = completions.filter((c) => c.status !== 'verified' || c.shadow !== undefined).length;
   const violations: Violation[] = [];
   const seen = new Set<string>();
   const add = (v: Violation): void => {

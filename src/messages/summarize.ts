@@ -44,10 +44,23 @@ function lead(completions: readonly Completion[]): string {
 }
 
 /** Writes a final answer that states each completion's status and claims nothing the evidence does not. */
-export function summarize(completions: readonly Completion[]): string {
-  if (completions.length === 0) return 'No state-changing action was run, so there is nothing to report.';
+export function summarize(all: readonly Completion[]): string {
+  // Shadow observations are for operators: they are counted, never reported as outcomes.
+  const completions = all.filter((c) => c.shadow === undefined);
+  const shadowCount = all.length - completions.length;
+  const shadowLine =
+    shadowCount === 0
+      ? []
+      : [
+          `${shadowCount} shadow observation${shadowCount === 1 ? ' was' : 's were'} left out: shadow mode is never proof.`,
+        ];
+  if (completions.length === 0) {
+    return shadowCount === 0
+      ? 'No state-changing action was run, so there is nothing to report.'
+      : `No outcome can be reported: ${shadowLine[0]}`;
+  }
   const ordered = SUMMARY_ORDER.flatMap((s) => completions.filter((c) => c.status === s));
   // Completions with a status outside the known set still get a line, at the end.
   const others = completions.filter((c) => !SUMMARY_ORDER.includes(c.status));
-  return [lead(completions), ...[...ordered, ...others].map(lineFor)].join('\n');
+  return [lead(completions), ...[...ordered, ...others].map(lineFor), ...shadowLine].join('\n');
 }

@@ -6,10 +6,11 @@
  */
 import type { OutputGuardrail } from '@openai/agents';
 import type { Completion, Status } from '../contract/types.js';
+import { isCompletion } from '../integrations/text.js';
 import { type GuardResult, guardAnswer } from '../messages/guard.js';
 import { summarize } from '../messages/summarize.js';
 import type { Runner } from '../runner/runner.js';
-import { existingLedger, isCompletion } from './runs.js';
+import { existingLedger } from './runs.js';
 
 /** What the guardrail reports (`outputInfo`), whether or not it trips. */
 export interface CompletionGuardrailInfo extends GuardResult {

@@ -10,9 +10,8 @@
  * `@openai/agents` is an optional peer dependency, imported only by this subpath.
  */
 import type { Completion } from '../contract/types.js';
-import { completionText, isErrorStatus } from '../integrations/text.js';
+import { completionText, isCompletion, isErrorStatus } from '../integrations/text.js';
 import { guardAnswer } from '../messages/guard.js';
-import { isCompletion } from './runs.js';
 
 export { completionText, isErrorStatus, isCompletion };
 export {

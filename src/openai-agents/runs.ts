@@ -5,8 +5,7 @@
  * A WeakMap, so a finished run's entry is collected with its context.
  */
 import { randomUUID } from 'node:crypto';
-import type { Completion, Status } from '../contract/types.js';
-import { STATUSES } from '../contract/types.js';
+import type { Completion } from '../contract/types.js';
 
 /** The completions of one Agents SDK run, in the order the model was shown them. */
 export interface RunLedger {
@@ -33,16 +32,4 @@ export function ledgerOf(runContext: object): RunLedger {
 /** The ledger of this context if a readback tool ran in it; never creates one. */
 export function existingLedger(runContext: object): RunLedger | undefined {
   return ledgers.get(runContext);
-}
-
-/** True for a value shaped like a readback Completion. */
-export function isCompletion(value: unknown): value is Completion {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Partial<Completion>;
-  return (
-    typeof v.status === 'string' &&
-    (STATUSES as readonly string[]).includes(v.status as Status) &&
-    typeof v.operationId === 'string' &&
-    typeof v.message === 'string'
-  );
 }

@@ -8,6 +8,7 @@ import { pollDelay } from './backoff.js';
 import { isAccepted, isRejected } from './markers.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
+import { isShadowRecord, ShadowState } from './shadow.js';
 import { withDeadline } from './timeout.js';
 import type { RunTrace, Tracer } from './trace.js';
 import {
@@ -41,6 +42,8 @@ export type FollowMode = 'wait' | 'once' | 'none';
 export class Drive {
   private baseline: unknown;
   private pendingDetail: Record<string, unknown> = {};
+  /** Set in shadow mode: readback then never gates, repeats or delays the live tool, it only observes. */
+  private readonly shadow: ShadowState | undefined;
 
   constructor(
     private readonly env: DriveEnv,
@@ -49,10 +52,13 @@ export class Drive {
     private readonly run: Pick<RunContext, 'signal' | 'actor'> & {
       signal: AbortSignal;
       trace?: RunTrace | undefined;
+      shadow?: ShadowState | undefined;
     },
     /** Set when a reconciler drives the record under a lease: every write must present it. */
     private readonly leaseToken?: string,
-  ) {}
+  ) {
+    this.shadow = run.shadow ?? (isShadowRecord(record) ? ShadowState.resume(record) : undefined);
+  }
 
   /** Starts a reserved operation: baseline read, then execute. */
   async start(): Promise<Completion> {
@@ -60,12 +66,13 @@ export class Drive {
     if (action.before) {
       const read = () => readBaseline(this.env.clock, action, this.record.input, this.stepContext);
       const base = await (this.run.trace ? this.run.trace.baseline(this.record, read) : read());
-      if (!base.ok) {
+      // In shadow mode the live tool runs whatever the baseline says: readback only watches.
+      if (!base.ok && !this.shadow) {
         const code = base.code === 'aborted' ? 'aborted' : 'baseline_unavailable';
         return this.stayRequested({ status: 'failed', errorCode: code, reason: base.reason });
       }
-      this.baseline = base.value;
-      if (base.value !== null) {
+      if (base.ok) this.baseline = base.value;
+      if (base.ok && base.value !== null && !this.shadow) {
         const found = this.judgeBaseline(base.value);
         if (found) return found;
       }
@@ -73,7 +80,7 @@ export class Drive {
     if (this.run.signal.aborted) {
       return this.stayRequested({ status: 'failed', errorCode: 'aborted', reason: 'aborted before execute' });
     }
-    if (action.needsApproval && (await this.needsReview())) return this.awaitApproval();
+    if (action.needsApproval && !this.shadow && (await this.needsReview())) return this.awaitApproval();
     return this.execute();
   }
 
@@ -197,9 +204,11 @@ export class Drive {
           action.execute(this.record.input, this.stepContext(signal)),
         );
       raw = await (this.run.trace ? this.run.trace.execute(this.record, call) : call());
+      this.shadow?.returned(raw);
     } catch (error) {
+      this.shadow?.threw(error);
       if (action.mode === 'optimistic') {
-        this.pendingDetail = { error: describeError(error) };
+        this.pendingDetail = { error: describeError(error), ...this.shadowClaim() };
         return this.finish(
           { status: 'unknown', errorCode: 'transport_error', reason: describeError(error) },
           true,
@@ -209,7 +218,7 @@ export class Drive {
       const ok = await this.move(
         ['executing'],
         { inFlightUntil: env.clock.now() + action.maxInFlightMs },
-        { type: 'execute_failed', detail: { error: describeError(error) } },
+        { type: 'execute_failed', detail: { error: describeError(error), ...this.shadowClaim() } },
       );
       if (!ok) return this.superseded();
       return this.resolveInDoubt();
@@ -218,6 +227,7 @@ export class Drive {
     this.pendingDetail = {
       raw: recorded.value,
       ...(recorded.unusable ? { rawUnusable: recorded.unusable } : {}),
+      ...this.shadowClaim(),
     };
 
     if (isRejected(raw)) {
@@ -321,7 +331,8 @@ export class Drive {
         windowEnd,
       );
     }
-    if (action.safeToRepeat === true && this.record.attempt <= this.env.retryBudget) {
+    // A shadow run never repeats the live tool's call: that would change what the tool does.
+    if (action.safeToRepeat === true && !this.shadow && this.record.attempt <= this.env.retryBudget) {
       this.pendingDetail = { ...this.pendingDetail, retry: 'absence proven after the settlement window' };
       return this.execute();
     }
@@ -476,7 +487,7 @@ export class Drive {
   }
 
   private async write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
-    const completion = toCompletion(outcome, this.action);
+    const completion = this.form(outcome);
     const ok = await this.move(
       [this.record.lifecycle],
       {
@@ -488,7 +499,13 @@ export class Drive {
         ...(this.leaseToken ? { leaseOwner: null, leaseToken: null, leaseExpiresAt: null } : {}),
         ...(outcome.observedAt !== undefined ? { lastObservedAt: outcome.observedAt } : {}),
       },
-      { type: to === 'settled' ? 'settled' : 'status', detail: { errorCode: outcome.errorCode ?? null } },
+      {
+        type: to === 'settled' ? 'settled' : 'status',
+        detail: {
+          errorCode: outcome.errorCode ?? null,
+          ...(completion.shadow ? { shadow: completion.shadow } : {}),
+        },
+      },
     );
     return ok ? completion : this.superseded();
   }
@@ -509,14 +526,22 @@ export class Drive {
     const latest = await this.env.store.get(this.record.id);
     if (latest) this.record = latest;
     if (latest?.completion && latest.lifecycle === 'settled') return latest.completion;
-    return toCompletion(
+    return this.form(
       this.outcome({
         status: 'pending',
         errorCode: 'in_progress',
         reason: 'another worker is driving this operation',
       }),
-      this.action,
     );
+  }
+
+  private form(outcome: Outcome): Completion {
+    const completion = toCompletion(outcome, this.action);
+    return this.shadow ? this.shadow.mark(completion) : completion;
+  }
+
+  private shadowClaim(): { shadowClaim?: string } {
+    return this.shadow ? { shadowClaim: this.shadow.claimed } : {};
   }
 
   /** Where this drive stands: identity and the attempt last recorded in the store. */

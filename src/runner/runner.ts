@@ -12,6 +12,7 @@ import { Drive } from './drive.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
+import { isShadowed, isShadowKey, type ShadowResult, ShadowState, shadowKey } from './shadow.js';
 import { NEVER_ABORTED } from './timeout.js';
 import { type RunTrace, type TraceOptions, Tracer } from './trace.js';
 
@@ -34,6 +35,12 @@ export interface RunnerOptions {
   newId?: () => string;
   /** The run record: typed events for every step, redacted, sent to these sinks. Off (and free) by default. */
   trace?: TraceOptions;
+  /**
+   * Shadow mode for every action: calls go through `runner.shadow`, which returns the live tool's own result
+   * unchanged and records whether its claim matched the verified status (never shown to users as proof).
+   * The claim is read from the raw result as the trace reads it (`trace.claimOf` when given).
+   */
+  shadow?: boolean;
 }
 
 /** The context of one `runner.run` call: the run context plus facts recorded in the trace. */
@@ -63,6 +70,12 @@ export interface Runner {
   readonly clock: Clock;
   /** Runs one action call; resolves to a Completion for every outcome, throws only on misuse. */
   run<I, O>(action: Action<I, O>, input: unknown, ctx: RunOptions): Promise<Completion>;
+  /**
+   * Runs a shadow-mode action call: resolves to the tool's own result, unchanged, beside an operator-only
+   * completion; an error the tool threw is re-thrown unchanged once the record is written. Readback never
+   * gates, deduplicates, repeats or waits on the call; accepted work is left `pending` for the reconciler.
+   */
+  shadow<I, O>(action: Action<I, O>, input: unknown, ctx: RunOptions): Promise<ShadowResult>;
   /** Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded. */
   poll(operationId: string, options?: PollOptions): Promise<Completion>;
   /** Records a reviewer's approval of an operation awaiting it; the next run or poll executes it once. */
@@ -88,6 +101,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const random = options.random ?? Math.random;
   const newId = options.newId ?? (() => `op_${randomUUID()}`);
   const tracer = createTracer(options.trace, clock);
+  if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+    throw new ReadbackError('invalid_options', 'must be true or false', 'shadow');
+  }
+  const runnerShadow = options.shadow === true;
   const env = { store, clock, random, retryBudget, tracer };
   const registry = new Map<string, AnyAction>();
   // Drives in progress in this process, by idempotency key and by operation id, so duplicates join them.
@@ -123,7 +140,40 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   }
 
   function run<I, O>(action: Action<I, O>, rawInput: unknown, ctx: RunOptions): Promise<Completion> {
-    if (!tracer) return decide(action, rawInput, ctx, undefined);
+    if (isAction(action) && isShadowed(runnerShadow, action as AnyAction)) {
+      const where = runnerShadow ? 'shadow' : 'action.shadow';
+      return Promise.reject(
+        new ReadbackError(
+          'invalid_options',
+          `"${action.name}" runs in shadow mode: call runner.shadow() so the agent gets the tool's own result`,
+          where,
+        ),
+      );
+    }
+    return start(action, rawInput, ctx, undefined);
+  }
+
+  function shadow<I, O>(action: Action<I, O>, rawInput: unknown, ctx: RunOptions): Promise<ShadowResult> {
+    if (isAction(action) && !isShadowed(runnerShadow, action as AnyAction)) {
+      return Promise.reject(
+        new ReadbackError(
+          'invalid_options',
+          `"${action.name}" is not in shadow mode: set shadow: true on the action or the runner, or call run()`,
+          'action.shadow',
+        ),
+      );
+    }
+    const state = new ShadowState('none', options.trace?.claimOf);
+    return start(action, rawInput, ctx, state).then((completion) => state.settle(completion));
+  }
+
+  function start<I, O>(
+    action: Action<I, O>,
+    rawInput: unknown,
+    ctx: RunOptions,
+    shadowState: ShadowState | undefined,
+  ): Promise<Completion> {
+    if (!tracer) return decide(action, rawInput, ctx, undefined, shadowState);
     let t: RunTrace;
     try {
       // Misuse is reported before the call is recorded, and as a rejection like every other run error.
@@ -137,7 +187,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     } catch (error) {
       return Promise.reject(error);
     }
-    return traced(t, decide(action, rawInput, ctx, t));
+    return traced(t, decide(action, rawInput, ctx, t, shadowState), shadowState);
   }
 
   async function decide<I, O>(
@@ -145,16 +195,19 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     rawInput: unknown,
     ctx: RunOptions,
     t: RunTrace | undefined,
+    shadowState?: ShadowState,
   ): Promise<Completion> {
     register(action as AnyAction);
     checkContext(ctx);
     const scope = ctx.scope ?? {};
     const signal = ctx.signal ?? NEVER_ABORTED;
-    const early = (partial: Partial<Outcome> & Pick<Outcome, 'status'>, target = action.name) =>
-      toCompletion(
+    const early = (partial: Partial<Outcome> & Pick<Outcome, 'status'>, target = action.name) => {
+      const completion = toCompletion(
         { target, operationId: newId(), idempotencyKey: '', attempt: 0, nothingExecuted: true, ...partial },
         action as AnyAction,
       );
+      return shadowState ? shadowState.mark(completion) : completion;
+    };
 
     if (signal.aborted)
       return early({ status: 'failed', errorCode: 'aborted', reason: 'aborted before start' });
@@ -184,7 +237,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       return early({ status: 'failed', errorCode: 'invalid_target', reason: describeError(error) });
     }
     t?.selected(true, input, { target });
-    const denial = await authorize(action, input, ctx);
+    // A live tool under shadow runs as it did before readback: no authorization gate of readback's own.
+    const denial = shadowState ? undefined : await authorize(action, input, ctx);
     t?.permission(action.authorize !== undefined, denial);
     if (denial) return early({ status: 'failed', errorCode: 'not_authorized', reason: denial }, target);
 
@@ -196,12 +250,19 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         error instanceof UnusableValue ? `input is not plain data (${error.message})` : describeError(error);
       return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
     }
-    const key = idempotencyKeyFor(action, input, ctx, fingerprint);
+    // Shadow calls are never joined or deduplicated: the live tool runs every time it did before.
+    const shadowId = shadowState ? newId() : undefined;
+    const key = shadowId ? shadowKey(shadowId) : idempotencyKeyFor(action, input, ctx, fingerprint);
     if (key === undefined) {
       return early(
         { status: 'failed', errorCode: 'invalid_input', reason: 'idempotencyKey() must return a string' },
         target,
       );
+    }
+    // The prefix marks a record as shadow for whoever drives it later; a normal run must not borrow it.
+    if (!shadowState && isShadowKey(key)) {
+      const reason = `idempotency key "${key}" is reserved for shadow mode (it starts with "shadow:")`;
+      return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
     }
 
     const joined = byKey.get(key);
@@ -212,7 +273,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       }
       return conflict(action as AnyAction, target, key, (await store.getByKey(key))?.id ?? newId());
     }
-    const id = newId();
+    const id = shadowId ?? newId();
     const now = clock.now();
     // Deferred a tick so a store that throws synchronously is handled like one that rejects.
     const reservation = Promise.resolve().then(() =>
@@ -246,8 +307,14 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         if (record.fingerprint !== fingerprint) return conflict(action as AnyAction, target, key, record.id);
         t?.reserved(record, created ? 'created' : 'existing');
         if (!created) return resume(record, { signal, wait: ctx.wait !== false, actor: ctx.actor, trace: t });
-        const drive = new Drive(env, action as AnyAction, record, { signal, actor: ctx.actor, trace: t });
-        drive.runWait = ctx.wait !== false;
+        const drive = new Drive(env, action as AnyAction, record, {
+          signal,
+          actor: ctx.actor,
+          trace: t,
+          shadow: shadowState,
+        });
+        // Shadow never holds the live tool's result back to poll accepted work: the reconciler follows it.
+        drive.runWait = ctx.wait !== false && !shadowState;
         return drive.start().catch((error) => storeFailure(error, action as AnyAction, drive.position()));
       },
       (error) =>
@@ -343,6 +410,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     store,
     clock,
     run,
+    shadow,
     poll,
     register,
     action: actionNamed,
@@ -367,11 +435,13 @@ function createTracer(options: TraceOptions | undefined, clock: Clock): Tracer |
 }
 
 /** Emits the call's completion (or its error) when it ends, passing the outcome through unchanged. */
-function traced(t: RunTrace, done: Promise<Completion>): Promise<Completion> {
+function traced(t: RunTrace, done: Promise<Completion>, shadowState?: ShadowState): Promise<Completion> {
   return done.then(
     (c) => {
-      t.completed(c);
-      return c;
+      // Early exits and store failures are formed outside the drive: the trace must still see them as shadow.
+      const shown = shadowState && !c.shadow ? shadowState.mark(c) : c;
+      t.completed(shown);
+      return shown;
     },
     (error) => {
       t.failed(error);

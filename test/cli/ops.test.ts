@@ -131,6 +131,18 @@ describe('readback ops list', () => {
     expect(none.stdout).toBe('no operations match\n');
   });
 
+  it('--shadow lists only shadow disagreements: none among normal runs, even the failed one', async () => {
+    const { code, stdout } = await runCli(['ops', 'list', '--store', db, '--shadow']);
+    expect(code).toBe(0);
+    expect(ids.droppedEmail.status).toBe('failed');
+    expect(stdout).toBe('no shadow disagreements\n');
+    const json = await runCli(['ops', 'list', '--store', db, '--shadow', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual([]);
+    const misplaced = await runCli(['ops', 'show', ids.ticket.operationId, '--store', db, '--shadow']);
+    expect(misplaced.code).toBe(2);
+    expect(misplaced.stderr).toContain("option '--shadow' does not apply to 'readback ops show'");
+  });
+
   it('rejects a bad --status, a non-numeric --limit and options of other subcommands with exit 2', async () => {
     const status = await runCli(['ops', 'list', '--store', db, '--status', 'done']);
     expect(status.code).toBe(2);
@@ -326,6 +338,7 @@ describe('readback ops: bad input', () => {
     const { code, stdout } = await runCli(['ops', '--help']);
     expect(code).toBe(0);
     expect(stdout).toContain('readback ops resolve <id> --status verified|failed');
+    expect(stdout).toContain('[--shadow]');
     const general = await runCli(['--help']);
     expect(general.stdout).toMatch(/\n {2}ops +list, inspect/);
     expect(general.stdout).toMatch(/\n {2}reconcile +claim due/);
