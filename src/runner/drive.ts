@@ -42,6 +42,8 @@ export type FollowMode = 'wait' | 'once' | 'none';
 export class Drive {
   private baseline: unknown;
   private pendingDetail: Record<string, unknown> = {};
+  /** Fields of a poll read folded into the next write (see judgeAccepted). */
+  private pendingPatch: RecordPatch = {};
   /** Set in shadow mode: readback then never gates, repeats or delays the live tool, it only observes. */
   private readonly shadow: ShadowState | undefined;
 
@@ -373,6 +375,14 @@ export class Drive {
 
   /** Records one poll read; resolves to a completion when it ends the operation, else undefined. */
   private async judgeAccepted(reading: Reading): Promise<Completion | undefined> {
+    const end = this.endingOf(reading);
+    if (end) {
+      // The read that ends the operation is recorded by the settling write itself (its count, time and
+      // summary), so a settled job costs one store write, not an `observed` write followed by a `settled` one.
+      this.pendingPatch = { reads: this.record.reads + 1, lastObservedAt: reading.at };
+      this.pendingDetail = { ...this.pendingDetail, reading: summarizeReading(reading) };
+      return end();
+    }
     const lifecycle: Lifecycle =
       reading.kind === 'observed' && reading.terminal === 'running' ? 'running' : this.openLifecycle();
     const ok = await this.move(
@@ -380,24 +390,30 @@ export class Drive {
       { lifecycle, reads: this.record.reads + 1, lastObservedAt: reading.at },
       { type: 'observed', detail: summarizeReading(reading) },
     );
-    if (!ok) return this.superseded();
-    // Not finished, not visible yet, or unreadable this time: the caller keeps polling within the budget.
+    return ok ? undefined : this.superseded();
+  }
+
+  /**
+   * How a poll read ends the operation, or undefined when it does not: not finished, not visible yet,
+   * unreadable this time, or a stale read of finished work that may catch up within the budget.
+   */
+  private endingOf(reading: Reading): (() => Promise<Completion>) | undefined {
     if (reading.kind !== 'observed' || reading.terminal === 'running') return undefined;
     if (reading.terminal === 'failed') {
-      return this.finish({
-        status: 'failed',
-        errorCode: 'provider_failed',
-        reason: 'the provider reports the work failed',
-        observedAt: reading.at,
-      });
+      return () =>
+        this.finish({
+          status: 'failed',
+          errorCode: 'provider_failed',
+          reason: 'the provider reports the work failed',
+          observedAt: reading.at,
+        });
     }
     const evaluation = reading.evaluation!;
     const settled = settledByVerdict(evaluation, reading.at);
-    if (settled) return this.finish(settled);
-    // A stale read of finished work may catch up: keep polling within the budget.
+    if (settled) return () => this.finish(settled);
     if (evaluation.verdict === 'stale') return undefined;
     const seen = seenFacts(evaluation, reading.at);
-    return this.mismatch(reading, failedNames(seen.checks), seen);
+    return () => this.mismatch(reading, failedNames(seen.checks), seen);
   }
 
   private read(phase: ReadPhase): Promise<Reading> {
@@ -565,10 +581,12 @@ export class Drive {
     const was = this.record.lifecycle;
     const detail = { ...this.pendingDetail, ...event.detail };
     this.pendingDetail = {};
+    const folded = this.pendingPatch;
+    this.pendingPatch = {};
     const next = await this.env.store.transition(
       this.record.id,
       from,
-      { ...patch, updatedAt: now },
+      { ...folded, ...patch, updatedAt: now },
       {
         type: event.type,
         at: now,

@@ -121,9 +121,15 @@ export async function checkLane(store: OperationStore, target: Target, ops: Cras
       }
       if (
         op.kind === 'job' &&
-        !events.some((e) => e.type === 'observed' && lastExec && e.seq > lastExec.seq)
+        // A read that settles the operation is recorded in the settling write (detail.reading).
+        !events.some(
+          (e) =>
+            lastExec &&
+            e.seq > lastExec.seq &&
+            (e.type === 'observed' || (e.type === 'settled' && e.detail?.reading !== undefined)),
+        )
       ) {
-        bad('accepted work verified with no observed event after its executing event');
+        bad('accepted work verified with no read recorded after its executing event');
       }
     }
   }

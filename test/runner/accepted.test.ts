@@ -134,3 +134,38 @@ describe('optimistic mode', () => {
     expectMessageClass(c);
   });
 });
+
+describe('accepted mode: what the store records for each poll read', () => {
+  it('a read that does not settle is an observed write; the read that settles is folded into the settle', async () => {
+    const { hd, runner } = setup();
+    const c = await runner.run(hd.actions.sendEmail, email, { ...ctx, wait: false });
+    expect((await runner.poll(c.operationId)).status).toBe('pending');
+    hd.clock.advance(hd.mail.deliveryDelayMs);
+    const done = await runner.poll(c.operationId);
+    expect(done.status).toBe('verified');
+    expect(hd.mail.inbox('ana@example.com')).toHaveLength(1);
+
+    const events = await runner.store.events(c.operationId);
+    // The still-queued read is an `observed` write (then the pending status); the delivered read is not
+    // written on its own: the one settling write records it.
+    expect(events.filter((e) => e.type === 'observed')).toHaveLength(1);
+    expect(events.slice(-2).map((e) => e.type)).toEqual(['status', 'settled']);
+    const settled = events.at(-1)!;
+    expect(settled.detail?.reading).toMatchObject({ read: 'observed' });
+    const record = await runner.store.get(c.operationId);
+    expect(record).toMatchObject({ lifecycle: 'settled', status: 'verified', reads: 2 });
+    expect(record?.lastObservedAt).toBe(hd.clock.now());
+  });
+
+  it('a read that fails the operation is folded too, and counted', async () => {
+    const { hd, runner } = setup();
+    hd.mail.faults.nextOutcome = 'dropped';
+    const c = await runner.run(hd.actions.sendEmail, email, { ...ctx, wait: false });
+    hd.clock.advance(hd.mail.deliveryDelayMs);
+    expect((await runner.poll(c.operationId)).errorCode).toBe('provider_failed');
+    const events = await runner.store.events(c.operationId);
+    expect(events.map((e) => e.type).filter((t) => t === 'observed')).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: 'settled', status: 'failed' });
+    expect((await runner.store.get(c.operationId))?.reads).toBe(1);
+  });
+});
