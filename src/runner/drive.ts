@@ -1,16 +1,14 @@
 import { toRecordable } from '../canonical.js';
-import type { Clock } from '../clock.js';
 import { evaluate } from '../contract/evaluate.js';
-import type { AnyAction, Completion, RunContext, StepContext } from '../contract/types.js';
-import type { Lifecycle, NewEvent, OperationRecord, OperationStore, RecordPatch } from '../store/types.js';
+import type { Completion, StepContext } from '../contract/types.js';
+import type { Lifecycle } from '../store/types.js';
 import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
 import { isAccepted, isRejected } from './markers.js';
-import { type Outcome, toCompletion } from './outcome.js';
+import type { Outcome } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
-import { isShadowRecord, ShadowState } from './shadow.js';
+import { RecordWriter } from './record-writer.js';
 import { withDeadline } from './timeout.js';
-import type { RunTrace, Tracer } from './trace.js';
 import {
   failedNames,
   isSettledVerdict,
@@ -20,16 +18,7 @@ import {
   summarizeReading,
 } from './verdict.js';
 
-/** What every operation drive shares with its runner. */
-export interface DriveEnv {
-  store: OperationStore;
-  clock: Clock;
-  random: () => number;
-  /** How many times the runner may re-execute after proving an ambiguous attempt did not land. */
-  retryBudget: number;
-  /** Present only when trace sinks are configured. */
-  tracer?: Tracer | undefined;
-}
+export type { DriveEnv } from './record-writer.js';
 
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
 export type FollowMode = 'wait' | 'once' | 'none';
@@ -39,28 +28,8 @@ export type FollowMode = 'wait' | 'once' | 'none';
  * Every store write is a compare-and-set on the lifecycle this drive last saw, so concurrent drivers
  * of the same record cannot both act: the loser re-reads and reports what the winner recorded.
  */
-export class Drive {
+export class Drive extends RecordWriter {
   private baseline: unknown;
-  private pendingDetail: Record<string, unknown> = {};
-  /** Fields of a poll read folded into the next write (see judgeAccepted). */
-  private pendingPatch: RecordPatch = {};
-  /** Set in shadow mode: readback then never gates, repeats or delays the live tool, it only observes. */
-  private readonly shadow: ShadowState | undefined;
-
-  constructor(
-    private readonly env: DriveEnv,
-    private readonly action: AnyAction,
-    private record: OperationRecord,
-    private readonly run: Pick<RunContext, 'signal' | 'actor'> & {
-      signal: AbortSignal;
-      trace?: RunTrace | undefined;
-      shadow?: ShadowState | undefined;
-    },
-    /** Set when a reconciler drives the record under a lease: every write must present it. */
-    private readonly leaseToken?: string,
-  ) {
-    this.shadow = run.shadow ?? (isShadowRecord(record) ? ShadowState.resume(record) : undefined);
-  }
 
   /** Starts a reserved operation: baseline read, then execute. */
   async start(): Promise<Completion> {
@@ -454,158 +423,6 @@ export class Drive {
       this.openLifecycle(),
       next,
     );
-  }
-
-  private openLifecycle(): Lifecycle {
-    return this.record.lifecycle === 'running' ? 'running' : 'accepted';
-  }
-
-  private mismatch(reading: Reading, reason: string, seen: Partial<Outcome> = {}): Promise<Completion> {
-    return this.finish({
-      ...seen,
-      observedAt: reading.at,
-      status: 'failed',
-      errorCode: 'readback_mismatch',
-      reason,
-    });
-  }
-
-  /** The read could not decide: keep the record open and due again, with the operation id for recovery. */
-  private unresolved(
-    reading: { at: number; code: string; reason: string },
-    seen: Partial<Outcome> = {},
-  ): Promise<Completion> {
-    const retryAt = reading.at + this.action.poll.maxDelayMs;
-    return this.park(
-      { ...seen, status: 'unknown', errorCode: reading.code, reason: reading.reason },
-      this.record.lifecycle,
-      retryAt,
-    );
-  }
-
-  private stayRequested(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Promise<Completion> {
-    // Nothing ran, so the record stays re-runnable: the same call with the same key may try again.
-    return this.park(partial, 'requested', null);
-  }
-
-  private finish(partial: Partial<Outcome> & Pick<Outcome, 'status'>, final = false): Promise<Completion> {
-    const outcome = this.outcome(partial);
-    const settles = final || ['verified', 'failed', 'partial', 'no_op'].includes(outcome.status);
-    return settles ? this.write(outcome, 'settled', null) : this.park(partial, this.record.lifecycle, null);
-  }
-
-  private park(
-    partial: Partial<Outcome> & Pick<Outcome, 'status'>,
-    to: Lifecycle,
-    nextPollAt: number | null,
-  ) {
-    return this.write(this.outcome(partial), to, nextPollAt);
-  }
-
-  private async write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
-    const completion = this.form(outcome);
-    const ok = await this.move(
-      [this.record.lifecycle],
-      {
-        lifecycle: to,
-        status: outcome.status,
-        completion,
-        nextPollAt,
-        // The drive's last write gives the lease back, so the record is claimable again when next due.
-        ...(this.leaseToken ? { leaseOwner: null, leaseToken: null, leaseExpiresAt: null } : {}),
-        ...(outcome.observedAt !== undefined ? { lastObservedAt: outcome.observedAt } : {}),
-      },
-      {
-        type: to === 'settled' ? 'settled' : 'status',
-        detail: {
-          errorCode: outcome.errorCode ?? null,
-          ...(completion.shadow ? { shadow: completion.shadow } : {}),
-        },
-      },
-    );
-    return ok ? completion : this.superseded();
-  }
-
-  private outcome(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Outcome {
-    return {
-      target: this.record.target,
-      operationId: this.record.id,
-      idempotencyKey: this.record.idempotencyKey,
-      attempt: this.record.attempt,
-      nothingExecuted: this.record.attempt === 0,
-      ...partial,
-    };
-  }
-
-  /** Another driver moved the record first: report what it recorded rather than acting twice. */
-  private async superseded(): Promise<Completion> {
-    const latest = await this.env.store.get(this.record.id);
-    if (latest) this.record = latest;
-    if (latest?.completion && latest.lifecycle === 'settled') return latest.completion;
-    return this.form(
-      this.outcome({
-        status: 'pending',
-        errorCode: 'in_progress',
-        reason: 'another worker is driving this operation',
-      }),
-    );
-  }
-
-  private form(outcome: Outcome): Completion {
-    const completion = toCompletion(outcome, this.action);
-    return this.shadow ? this.shadow.mark(completion) : completion;
-  }
-
-  private shadowClaim(): { shadowClaim?: string } {
-    return this.shadow ? { shadowClaim: this.shadow.claimed } : {};
-  }
-
-  /** Where this drive stands: identity and the attempt last recorded in the store. */
-  position(): Pick<Outcome, 'target' | 'operationId' | 'idempotencyKey' | 'attempt'> {
-    const r = this.record;
-    return { target: r.target, operationId: r.id, idempotencyKey: r.idempotencyKey, attempt: r.attempt };
-  }
-
-  /** The stored completion of this record, or a pending one when none was decided yet. */
-  current(): Promise<Completion> | Completion {
-    return this.record.completion ?? this.superseded();
-  }
-
-  private async move(
-    from: readonly Lifecycle[],
-    patch: RecordPatch,
-    event: Pick<NewEvent, 'type' | 'detail'>,
-    attempt?: number,
-  ): Promise<boolean> {
-    const now = this.env.clock.now();
-    const was = this.record.lifecycle;
-    const detail = { ...this.pendingDetail, ...event.detail };
-    this.pendingDetail = {};
-    const folded = this.pendingPatch;
-    this.pendingPatch = {};
-    const next = await this.env.store.transition(
-      this.record.id,
-      from,
-      { ...folded, ...patch, updatedAt: now },
-      {
-        type: event.type,
-        at: now,
-        from: was,
-        to: patch.lifecycle ?? this.record.lifecycle,
-        status: patch.status ?? this.record.status,
-        actor: this.run.actor ?? this.record.actor,
-        attempt: patch.attempt ?? this.record.attempt,
-        ...(Object.keys(detail).length ? { detail } : {}),
-      },
-      {
-        ...(attempt === undefined ? {} : { attempt }),
-        ...(this.leaseToken ? { leaseToken: this.leaseToken } : {}),
-      },
-    );
-    if (!next) return false;
-    this.record = next;
-    this.run.trace?.transition(event.type, was, next);
-    return true;
   }
 
   /** The context for one step; `signal` is a getter so a step's AbortController is built only if used. */

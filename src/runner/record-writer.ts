@@ -1,0 +1,203 @@
+import type { Clock } from '../clock.js';
+import type { AnyAction, Completion, RunContext } from '../contract/types.js';
+import type { Lifecycle, NewEvent, OperationRecord, OperationStore, RecordPatch } from '../store/types.js';
+import { type Outcome, toCompletion } from './outcome.js';
+import type { Reading } from './readback.js';
+import { isShadowRecord, ShadowState } from './shadow.js';
+import type { RunTrace, Tracer } from './trace.js';
+
+/** What every operation drive shares with its runner. */
+export interface DriveEnv {
+  store: OperationStore;
+  clock: Clock;
+  random: () => number;
+  /** How many times the runner may re-execute after proving an ambiguous attempt did not land. */
+  retryBudget: number;
+  /** Present only when trace sinks are configured. */
+  tracer?: Tracer | undefined;
+}
+
+/** The run a drive acts for: its signal, actor, trace and shadow state. */
+export type DriveRun = Pick<RunContext, 'signal' | 'actor'> & {
+  signal: AbortSignal;
+  trace?: RunTrace | undefined;
+  shadow?: ShadowState | undefined;
+};
+
+/**
+ * The persistence half of a drive: it holds the operation record as last seen and writes every change
+ * as a compare-and-set on that lifecycle (with the lease token when a reconciler drives), forming the
+ * completion each outcome is stored with. `Drive` adds the decisions on top.
+ */
+export class RecordWriter {
+  protected pendingDetail: Record<string, unknown> = {};
+  /** Fields of a poll read folded into the next write (see Drive.judgeAccepted). */
+  protected pendingPatch: RecordPatch = {};
+  /** Set in shadow mode: readback then never gates, repeats or delays the live tool, it only observes. */
+  protected readonly shadow: ShadowState | undefined;
+
+  constructor(
+    protected readonly env: DriveEnv,
+    protected readonly action: AnyAction,
+    protected record: OperationRecord,
+    protected readonly run: DriveRun,
+    /** Set when a reconciler drives the record under a lease: every write must present it. */
+    protected readonly leaseToken?: string,
+  ) {
+    this.shadow = run.shadow ?? (isShadowRecord(record) ? ShadowState.resume(record) : undefined);
+  }
+
+  /** The open lifecycle accepted work returns to after a read: `running` once seen running, else `accepted`. */
+  protected openLifecycle(): Lifecycle {
+    return this.record.lifecycle === 'running' ? 'running' : 'accepted';
+  }
+
+  /** The read contradicts the postcondition: settle `failed` with the failed checks. */
+  protected mismatch(reading: Reading, reason: string, seen: Partial<Outcome> = {}): Promise<Completion> {
+    return this.finish({
+      ...seen,
+      observedAt: reading.at,
+      status: 'failed',
+      errorCode: 'readback_mismatch',
+      reason,
+    });
+  }
+
+  /** The read could not decide: keep the record open and due again, with the operation id for recovery. */
+  protected unresolved(
+    reading: { at: number; code: string; reason: string },
+    seen: Partial<Outcome> = {},
+  ): Promise<Completion> {
+    const retryAt = reading.at + this.action.poll.maxDelayMs;
+    return this.park(
+      { ...seen, status: 'unknown', errorCode: reading.code, reason: reading.reason },
+      this.record.lifecycle,
+      retryAt,
+    );
+  }
+
+  protected stayRequested(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Promise<Completion> {
+    // Nothing ran, so the record stays re-runnable: the same call with the same key may try again.
+    return this.park(partial, 'requested', null);
+  }
+
+  protected finish(partial: Partial<Outcome> & Pick<Outcome, 'status'>, final = false): Promise<Completion> {
+    const outcome = this.outcome(partial);
+    const settles = final || ['verified', 'failed', 'partial', 'no_op'].includes(outcome.status);
+    return settles ? this.write(outcome, 'settled', null) : this.park(partial, this.record.lifecycle, null);
+  }
+
+  protected park(
+    partial: Partial<Outcome> & Pick<Outcome, 'status'>,
+    to: Lifecycle,
+    nextPollAt: number | null,
+  ) {
+    return this.write(this.outcome(partial), to, nextPollAt);
+  }
+
+  protected async write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
+    const completion = this.form(outcome);
+    const ok = await this.move(
+      [this.record.lifecycle],
+      {
+        lifecycle: to,
+        status: outcome.status,
+        completion,
+        nextPollAt,
+        // The drive's last write gives the lease back, so the record is claimable again when next due.
+        ...(this.leaseToken ? { leaseOwner: null, leaseToken: null, leaseExpiresAt: null } : {}),
+        ...(outcome.observedAt !== undefined ? { lastObservedAt: outcome.observedAt } : {}),
+      },
+      {
+        type: to === 'settled' ? 'settled' : 'status',
+        detail: {
+          errorCode: outcome.errorCode ?? null,
+          ...(completion.shadow ? { shadow: completion.shadow } : {}),
+        },
+      },
+    );
+    return ok ? completion : this.superseded();
+  }
+
+  protected outcome(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Outcome {
+    return {
+      target: this.record.target,
+      operationId: this.record.id,
+      idempotencyKey: this.record.idempotencyKey,
+      attempt: this.record.attempt,
+      nothingExecuted: this.record.attempt === 0,
+      ...partial,
+    };
+  }
+
+  /** Another driver moved the record first: report what it recorded rather than acting twice. */
+  protected async superseded(): Promise<Completion> {
+    const latest = await this.env.store.get(this.record.id);
+    if (latest) this.record = latest;
+    if (latest?.completion && latest.lifecycle === 'settled') return latest.completion;
+    return this.form(
+      this.outcome({
+        status: 'pending',
+        errorCode: 'in_progress',
+        reason: 'another worker is driving this operation',
+      }),
+    );
+  }
+
+  protected form(outcome: Outcome): Completion {
+    const completion = toCompletion(outcome, this.action);
+    return this.shadow ? this.shadow.mark(completion) : completion;
+  }
+
+  protected shadowClaim(): { shadowClaim?: string } {
+    return this.shadow ? { shadowClaim: this.shadow.claimed } : {};
+  }
+
+  /** Where this drive stands: identity and the attempt last recorded in the store. */
+  position(): Pick<Outcome, 'target' | 'operationId' | 'idempotencyKey' | 'attempt'> {
+    const r = this.record;
+    return { target: r.target, operationId: r.id, idempotencyKey: r.idempotencyKey, attempt: r.attempt };
+  }
+
+  /** The stored completion of this record, or a pending one when none was decided yet. */
+  current(): Promise<Completion> | Completion {
+    return this.record.completion ?? this.superseded();
+  }
+
+  protected async move(
+    from: readonly Lifecycle[],
+    patch: RecordPatch,
+    event: Pick<NewEvent, 'type' | 'detail'>,
+    attempt?: number,
+  ): Promise<boolean> {
+    const now = this.env.clock.now();
+    const was = this.record.lifecycle;
+    const detail = { ...this.pendingDetail, ...event.detail };
+    this.pendingDetail = {};
+    const folded = this.pendingPatch;
+    this.pendingPatch = {};
+    const next = await this.env.store.transition(
+      this.record.id,
+      from,
+      { ...folded, ...patch, updatedAt: now },
+      {
+        type: event.type,
+        at: now,
+        from: was,
+        to: patch.lifecycle ?? this.record.lifecycle,
+        status: patch.status ?? this.record.status,
+        actor: this.run.actor ?? this.record.actor,
+        attempt: patch.attempt ?? this.record.attempt,
+        ...(Object.keys(detail).length ? { detail } : {}),
+      },
+      {
+        ...(attempt === undefined ? {} : { attempt }),
+        ...(this.leaseToken ? { leaseToken: this.leaseToken } : {}),
+      },
+    );
+    if (!next) return false;
+    this.record = next;
+    this.run.trace?.transition(event.type, was, next);
+    return true;
+  }
+}
