@@ -4,15 +4,15 @@
 // each round, in a rotating order, so machine noise hits all alike; we report per-round rates, their medians
 // and the median of the per-round ratios to the untraced loop.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { callbackSink, createRunner, defineAction, jsonlSink, memoryStore } from '../dist/index.js';
+import { callbackSink, createRunner, jsonlSink, memoryStore } from '../dist/index.js';
 import { otelSink } from '../dist/otel/index.js';
+import { makeAction, makeSystem, median, startServer, stopServer } from './systems.js';
 
 const OPS = Number(process.env.BENCH_OPS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -23,101 +23,6 @@ const dir = mkdtempSync(join(tmpdir(), 'readback-trace-bench-'));
 // (outside its timing) keeps one loop's garbage from being charged to whichever loop runs after it.
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc');
-
-// The system of record. `none`: a Map with no I/O (the runner's worst case, so tracing's share is largest);
-// `turn`: a Map behind one event-loop turn per call; `http`: a real HTTP service on loopback (the cheapest
-// remote call a real tool makes). The operation store is memoryStore() in every case.
-function makeSystem(io) {
-  if (io === 'http') return httpSystem();
-  const rows = new Map();
-  const turn = io === 'turn' ? () => new Promise((resolve) => setImmediate(resolve)) : async () => {};
-  return {
-    async write(id, status) {
-      await turn();
-      rows.set(id, { id, status, version: (rows.get(id)?.version ?? 0) + 1 });
-      return { ok: true };
-    },
-    async read(id) {
-      await turn();
-      const row = rows.get(id);
-      return row ? { ...row } : null;
-    },
-  };
-}
-
-let server;
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-async function startServer() {
-  const rows = new Map();
-  server = http.createServer((req, res) => {
-    const id = req.url.slice(1);
-    if (req.method === 'PUT') {
-      let body = '';
-      req.on('data', (chunk) => {
-        body += chunk;
-      });
-      req.on('end', () => {
-        rows.set(id, { id, status: JSON.parse(body).status, version: (rows.get(id)?.version ?? 0) + 1 });
-        res.end('{"ok":true}');
-      });
-      return;
-    }
-    const row = rows.get(id);
-    res.statusCode = row ? 200 : 404;
-    res.end(row ? JSON.stringify(row) : 'null');
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-}
-
-function request(method, path, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: server.address().port, method, path, agent },
-      (res) => {
-        let data = '';
-        res.on('data', (chunk) => {
-          data += chunk;
-        });
-        res.on('end', () => resolve(JSON.parse(data)));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function httpSystem() {
-  const prefix = `/${Math.random().toString(36).slice(2)}-`;
-  return {
-    write: (id, status) => request('PUT', `${prefix}${id}`, JSON.stringify({ status })),
-    read: (id) => request('GET', `${prefix}${id}`),
-  };
-}
-
-// A minimal Standard Schema so validation cost is the runner's own, not a library's.
-const inputSchema = {
-  '~standard': {
-    version: 1,
-    vendor: 'bench',
-    validate: (value) =>
-      typeof value?.id === 'string' && typeof value?.status === 'string'
-        ? { value }
-        : { issues: [{ message: 'expected { id, status }' }] },
-  },
-};
-
-function makeAction(system) {
-  return defineAction({
-    name: 'set_status',
-    description: 'Sets a row status',
-    input: inputSchema,
-    target: (input) => `row:${input.id}`,
-    postcondition: 'The row has the requested status.',
-    execute: (input) => system.write(input.id, input.status),
-    observe: (input) => system.read(input.id),
-    expect: (input) => ({ status: input.status }),
-  });
-}
 
 class NoopReader extends MetricReader {
   async onShutdown() {}
@@ -202,12 +107,6 @@ async function loop(kind, io) {
   return { rate: ops / seconds, cpuUsPerOp: (cpu.user + cpu.system) / ops };
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-
 async function measure(io) {
   const kinds = Object.keys(KINDS);
   for (const kind of kinds) await loop(kind, io); // warm-up, not counted
@@ -237,8 +136,7 @@ async function measure(io) {
 await startServer();
 const results = [];
 for (const io of ['none', 'turn', 'http']) results.push(...(await measure(io)));
-server.close();
-agent.destroy();
+stopServer();
 rmSync(dir, { recursive: true, force: true });
 
 const label = {
