@@ -16,6 +16,7 @@ import { TRACE_FORMAT_VERSION } from '../trace/events.js';
 import { createRedactor, type RedactionOptions, type Redactor } from '../trace/redact.js';
 import { isAccepted, isRejected } from './markers.js';
 import { describeError, type Reading } from './readback.js';
+import { classifyClaim } from './shadow.js';
 import { StepTimeout } from './timeout.js';
 
 /** The run record settings of `createRunner({ trace })`. */
@@ -516,19 +517,9 @@ function hashOrNull(value: unknown): string | null {
 
 function claimOf(custom: TraceOptions['claimOf'], raw: unknown): ClaimedOutcome {
   try {
-    if (custom) return custom(raw) === 'failure' ? 'failure' : 'success';
-    return defaultClaim(raw);
+    return classifyClaim(raw, custom);
   } catch {
+    // A body whose fields cannot even be read claims nothing against the call's success.
     return 'success';
   }
-}
-
-// A body that says it failed (`ok: false`, `success: false`, an `error`, an HTTP error status) claims failure.
-function defaultClaim(raw: unknown): ClaimedOutcome {
-  if (typeof raw !== 'object' || raw === null) return 'success';
-  const r = raw as Record<string, unknown>;
-  if (r.ok === false || r.success === false || r.isError === true) return 'failure';
-  if (r.error !== undefined && r.error !== null && r.error !== false) return 'failure';
-  const status = r.status ?? r.statusCode;
-  return typeof status === 'number' && status >= 400 ? 'failure' : 'success';
 }
