@@ -3,6 +3,7 @@ import { ReadbackError } from '../errors.js';
 import { formMessage } from '../messages/templates.js';
 import type { OperationStore } from '../store/types.js';
 import { OPEN_LIFECYCLES } from '../store/types.js';
+import { asShadow } from './shadow.js';
 
 /** An operator's decision on an open operation, made outside any agent run. */
 export interface OperatorResolution {
@@ -60,7 +61,10 @@ export async function resolveByOperator(
     nextAllowedAction: resolution.status === 'verified' ? 'none' : 'ask_user',
     safeToRepeat: previous?.safeToRepeat ?? 'unknown',
   };
-  const completion: Completion = { ...draft, message: formMessage(draft).message };
+  const formed: Completion = { ...draft, message: formMessage(draft).message };
+  // A shadow operation stays a shadow observation: the live tool's claim is judged against the operator's
+  // decision, so `ops list --shadow` still shows the disagreement, and the message is never proof for users.
+  const completion = previous?.shadow ? asShadow(formed, previous.shadow.claimed) : formed;
   const updated = await store.transition(
     operationId,
     OPEN_LIFECYCLES,

@@ -113,3 +113,37 @@ describe('readback ops list --shadow (SQLite)', () => {
     expect(stdout).toBe('no shadow disagreements\n');
   });
 });
+
+describe('readback ops resolve on a shadow operation', () => {
+  it('keeps the shadow verdict, judged against the decision, so the disagreement still shows', async () => {
+    const pendingId = agreeing[1]!;
+    const resolved = await runCli([
+      'ops',
+      'resolve',
+      pendingId,
+      '--store',
+      db,
+      '--status',
+      'failed',
+      '--note',
+      'provider says the queue dropped it',
+      '--by',
+      'oncall',
+    ]);
+    expect(resolved.stderr).toBe('');
+    expect(resolved.code).toBe(0);
+
+    const store = await sqliteStore({ path: db });
+    const record = await store.get(pendingId);
+    await store.close();
+    expect(record?.status).toBe('failed');
+    expect(record?.completion?.errorCode).toBe('operator_resolved');
+    // The live tool said "accepted"; the operator found it failed: a disagreement for operators.
+    expect(record?.completion?.shadow).toEqual({ claimed: 'accepted', status: 'failed', agrees: false });
+    expect(record?.completion?.message).toMatch(/^Shadow observation for operators, not proof for users/);
+
+    const { stdout } = await runCli(['ops', 'list', '--store', db, '--shadow', '--json']);
+    const ids = (JSON.parse(stdout) as { id: string }[]).map((r) => r.id);
+    expect(ids).toContain(pendingId);
+  });
+});
