@@ -88,6 +88,8 @@ export interface Runner {
   register(action: AnyAction): void;
   /** The registered action with this name, if any. */
   action(name: string): AnyAction | undefined;
+  /** True when calls of this action must go through `shadow` (the runner's or the action's `shadow: true`). */
+  inShadow(action: AnyAction): boolean;
 }
 
 /** Creates a runner over a store and a clock. */
@@ -414,6 +416,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     poll,
     register,
     action: actionNamed,
+    inShadow: (action) => isShadowed(runnerShadow, action),
     approve: (id, decision) => recordDecision(store, actionNamed, id, 'approved', decision, clock.now()),
     reject: (id, decision) => recordDecision(store, actionNamed, id, 'rejected', decision, clock.now()),
     reconcile: (options) => reconcileLoop(env, actionNamed, options),
