@@ -10,11 +10,22 @@
  * After `generateText`, `checkAnswer(result.text, completionsOf(result))` checks the final answer
  * against what the run actually verified.
  *
+ * Shadow-mode actions (the runner's or the action's `shadow: true`) are served by `shadowAiTool`, whose
+ * result is the live tool's own response, shown to the model as the SDK would show it without readback;
+ * `aiTools` picks the right one per action.
+ *
  * `ai` is an optional peer dependency, imported only by this subpath.
  */
 import { type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
 import type { Action, Completion, RunContext } from '../contract/types.js';
-import { completionText, isCompletion, isErrorStatus } from '../integrations/text.js';
+import { ReadbackError } from '../errors.js';
+import {
+  completionText,
+  isCompletion,
+  isErrorStatus,
+  liveResponse,
+  notRunText,
+} from '../integrations/text.js';
 import { guardAnswer } from '../messages/guard.js';
 import type { Runner } from '../runner/runner.js';
 
@@ -92,9 +103,33 @@ export function modelOutput(completion: Completion): ModelOutput {
   return isErrorStatus(completion.status) ? { type: 'error-text', value } : { type: 'text', value };
 }
 
+/** The run context for one tool call. */
+function contextOf(options: AiToolOptions, callOptions: ToolCallInfo, defaultRunId: string): RunContext {
+  const scope = resolve(options.scope, callOptions);
+  const actor = resolve(options.actor, callOptions);
+  return {
+    runId: resolve(options.runId, callOptions) ?? defaultRunId,
+    ...(callOptions.abortSignal ? { signal: callOptions.abortSignal } : {}),
+    ...(scope ? { scope } : {}),
+    ...(actor ? { actor } : {}),
+    ...(options.wait !== undefined ? { wait: options.wait } : {}),
+  };
+}
+
+function descriptionOf(
+  action: { description: string; postcondition: string },
+  options: AiToolOptions,
+): string {
+  return (
+    options.description ??
+    `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`
+  );
+}
+
 /**
  * One action as an AI SDK `tool()`. `execute` resolves to the Completion (it never throws for an
- * outcome; only misuse throws), with the tool call's `abortSignal` passed to the run.
+ * outcome; only misuse throws), with the tool call's `abortSignal` passed to the run. A shadow-mode
+ * action is refused: use `shadowAiTool` (or `aiTools`, which chooses).
  */
 export function aiTool<I, O>(
   runner: Runner,
@@ -102,46 +137,71 @@ export function aiTool<I, O>(
   options: AiToolOptions = {},
 ): Tool<I, Completion> {
   runner.register(action);
+  if (runner.inShadow(action)) {
+    throw new ReadbackError(
+      'invalid_options',
+      `"${action.name}" runs in shadow mode: use shadowAiTool(), whose result is the live tool's own`,
+      'action',
+    );
+  }
   const defaultRunId = `ai:${crypto.randomUUID()}`;
   // No explicit type arguments: ai 7's two-argument overload of tool() reads them as <INPUT, CONTEXT>.
   return tool({
-    description:
-      options.description ??
-      `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
+    description: descriptionOf(action, options),
     ...(options.title !== undefined ? { title: options.title } : {}),
     inputSchema: inputSchemaOf(action as Action<I, unknown>),
-    execute: async (input: I, callOptions: ToolCallInfo): Promise<Completion> => {
-      const scope = resolve(options.scope, callOptions);
-      const actor = resolve(options.actor, callOptions);
-      const ctx: RunContext = {
-        runId: resolve(options.runId, callOptions) ?? defaultRunId,
-        ...(callOptions.abortSignal ? { signal: callOptions.abortSignal } : {}),
-        ...(scope ? { scope } : {}),
-        ...(actor ? { actor } : {}),
-        ...(options.wait !== undefined ? { wait: options.wait } : {}),
-      };
-      return runner.run(action, input, ctx);
-    },
+    execute: (input: I, callOptions: ToolCallInfo): Promise<Completion> =>
+      runner.run(action, input, contextOf(options, callOptions, defaultRunId)),
     toModelOutput: ({ output }: { output: Completion }) => modelOutput(output),
   });
 }
 
 /**
- * A tool set, one tool per action, keyed by action name (the name the model calls). All tools share
- * one default run id; per-action options override the shared ones.
+ * One shadow-mode action as an AI SDK `tool()`, for rolling readback out under a live tool: `execute`
+ * resolves to the live tool's own response (readback's `accepted`/`rejected` markers unwrapped) and
+ * re-throws the tool's own error, so the model sees what it saw before; readback's verdict goes to the
+ * record, the trace and `readback ops list --shadow`, never to the model. A call readback refused before
+ * the tool ran (invalid input) throws an error saying so.
+ */
+export function shadowAiTool<I, O>(
+  runner: Runner,
+  action: Action<I, O>,
+  options: AiToolOptions = {},
+): Tool<I, unknown> {
+  runner.register(action);
+  const defaultRunId = `ai:${crypto.randomUUID()}`;
+  return tool({
+    description: descriptionOf(action, options),
+    ...(options.title !== undefined ? { title: options.title } : {}),
+    inputSchema: inputSchemaOf(action as Action<I, unknown>),
+    execute: async (input: I, callOptions: ToolCallInfo): Promise<unknown> => {
+      const shadow = await runner.shadow(action, input, contextOf(options, callOptions, defaultRunId));
+      if (!shadow.executed) throw new Error(notRunText(shadow.completion));
+      return liveResponse(shadow.result).value;
+    },
+  });
+}
+
+/**
+ * A tool set, one tool per action, keyed by action name (the name the model calls): `shadowAiTool` for a
+ * shadow-mode action, `aiTool` for the others. All tools share one default run id; per-action options
+ * override the shared ones.
  */
 export function aiTools(
   runner: Runner,
   // biome-ignore lint/suspicious/noExplicitAny: an action list mixes input types.
   actions: readonly Action<any, any>[] | Record<string, Action<any, any>>,
   options: AiToolOptions & { actions?: Record<string, AiToolOptions> } = {},
-): Record<string, Tool<unknown, Completion>> {
+): Record<string, Tool<unknown, Completion> | Tool<unknown, unknown>> {
   const list = Array.isArray(actions) ? actions : Object.values(actions);
   const { actions: perAction, ...shared } = options;
   const runId = shared.runId ?? `ai:${crypto.randomUUID()}`;
-  const tools: Record<string, Tool<unknown, Completion>> = {};
+  const tools: Record<string, Tool<unknown, Completion> | Tool<unknown, unknown>> = {};
   for (const action of list) {
-    tools[action.name] = aiTool(runner, action, { ...shared, runId, ...perAction?.[action.name] });
+    const own = { ...shared, runId, ...perAction?.[action.name] };
+    tools[action.name] = runner.inShadow(action)
+      ? shadowAiTool(runner, action, own)
+      : aiTool(runner, action, own);
   }
   return tools;
 }

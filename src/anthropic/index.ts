@@ -4,7 +4,8 @@
  */
 import type { Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
-import { completionText, isErrorStatus } from '../integrations/text.js';
+import { completionText, isErrorStatus, liveResponse, notRunText, rawText } from '../integrations/text.js';
+import type { ShadowResult } from '../runner/shadow.js';
 
 /** The `tool_result` content block this module produces (a structural subset of the SDK's type). */
 export interface CompletionToolResult {
@@ -34,6 +35,32 @@ export function toolResult(toolUseId: string, completion: Completion): Completio
       { type: 'text', text: JSON.stringify(modelView(completion)) },
     ],
     is_error: isErrorStatus(completion.status),
+  };
+}
+
+/**
+ * The block that answers one `tool_use` in shadow mode (`runner.shadow`): the live tool's own response as
+ * text (readback's markers unwrapped; a string as is, else JSON), `is_error` only when the tool reported a
+ * refusal or readback refused the call before it ran. Readback's verdict is not in it: it is for operators.
+ */
+export function shadowToolResult(toolUseId: string, shadow: ShadowResult): CompletionToolResult {
+  if (typeof toolUseId !== 'string' || toolUseId === '') {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be the id of the tool_use block being answered',
+      'toolUseId',
+    );
+  }
+  if (!shadow.executed) {
+    const text = notRunText(shadow.completion);
+    return { type: 'tool_result', tool_use_id: toolUseId, content: [{ type: 'text', text }], is_error: true };
+  }
+  const { value, refused } = liveResponse(shadow.result);
+  return {
+    type: 'tool_result',
+    tool_use_id: toolUseId,
+    content: [{ type: 'text', text: rawText(value) }],
+    is_error: refused,
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Completion, Status } from '../contract/types.js';
 import { STATUSES } from '../contract/types.js';
+import { isAccepted, isRejected } from '../runner/markers.js';
 
 /** True for statuses reported as tool errors: `failed` and `unknown`. */
 export function isErrorStatus(status: Status): boolean {
@@ -31,4 +32,29 @@ export function isCompletion(value: unknown): value is Completion {
     typeof v.operationId === 'string' &&
     typeof v.message === 'string'
   );
+}
+
+/** What a model is shown when a shadow-mode call never reached the live tool (readback refused the call). */
+export function notRunText(completion: Completion): string {
+  const code = completion.errorCode ? `: ${completion.errorCode}` : '';
+  return `[not executed${code}] ${completion.reason ?? 'The call was refused before the tool ran.'} Nothing was executed.`;
+}
+
+/** A live tool's own result as text: a string as is, anything else as JSON (`undefined` as an empty string). */
+export function rawText(result: unknown): string {
+  if (typeof result === 'string') return result;
+  return result === undefined ? '' : JSON.stringify(result);
+}
+
+/**
+ * A live tool's own response inside readback's markers, for shadow mode: `accepted(ref, raw)` gives the
+ * provider's response (else its reference), `rejected(code, reason, raw)` the response (else code and
+ * reason); any other value is already the tool's own. `refused` says the tool reported a refusal.
+ */
+export function liveResponse(result: unknown): { value: unknown; refused: boolean } {
+  if (isAccepted(result)) return { value: result.raw ?? result.ref, refused: false };
+  if (isRejected(result)) {
+    return { value: result.raw ?? { code: result.code, reason: result.reason }, refused: true };
+  }
+  return { value: result, refused: false };
 }

@@ -8,6 +8,8 @@
  * are tool errors (`isError: true`); every other status is a normal result whose text says what holds.
  *
  * Accepted-mode actions can also be served as MCP tasks (`tasks` option, SDK 1.x experimental tasks).
+ * Shadow-mode actions (the runner's or the action's `shadow: true`) run through `runner.shadow`: the
+ * client gets the live tool's own result, as before readback, and the verdict stays with operators.
  *
  * The SDKs are optional peer dependencies and are not imported here at all (the server is typed by the
  * surface readback uses); the schemas are built with `zod/v4`, which both zod ^3.25 and zod 4 provide.
@@ -16,7 +18,7 @@ import * as z from 'zod/v4';
 import type { AnyAction, Completion, RunContext, Status } from '../contract/types.js';
 import { STATUSES } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
-import { completionText, isErrorStatus } from '../integrations/text.js';
+import { completionText, isErrorStatus, liveResponse, notRunText, rawText } from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
 import { type McpTaskOptions, type McpTaskServerLike, registerTaskTool } from './tasks.js';
 import type { McpToolAnnotations, McpToolResult } from './types.js';
@@ -131,6 +133,18 @@ export function toolResult(completion: Completion): McpToolResult {
   };
 }
 
+/**
+ * A live tool's own result as an MCP tool result, for shadow mode: a `CallToolResult` (an object with a
+ * `content` array) passes through unchanged; anything else becomes one text item (a string as is, else
+ * JSON). Readback's markers are unwrapped to the provider's response; a `rejected` one is a tool error.
+ */
+export function liveToolResult(result: unknown): McpToolResult {
+  const { value, refused } = liveResponse(result);
+  const own = value as { content?: unknown } | null;
+  if (typeof own === 'object' && own !== null && Array.isArray(own.content)) return value as McpToolResult;
+  return { content: [{ type: 'text', text: rawText(value) }], isError: refused };
+}
+
 /** The annotations for an action: hints that tell the truth about a state-changing tool. */
 export function toolAnnotations(action: AnyAction, options: McpActionOptions = {}): McpToolAnnotations {
   return {
@@ -226,6 +240,18 @@ export function registerActions(
       outputSchema: completionSchema,
       annotations: toolAnnotations(action, own),
     };
+    if (runner.inShadow(action)) {
+      // No outputSchema: the client gets whatever the live tool returned, not a completion.
+      const { outputSchema: _completion, ...shadowConfig } = config;
+      const handler: ToolHandler = async (args, extra) => {
+        const { executed, result, completion } = await runner.shadow(action, args, context(extra, own));
+        return executed
+          ? liveToolResult(result)
+          : { content: [{ type: 'text', text: notRunText(completion) }], isError: true };
+      };
+      server.registerTool(action.name, shadowConfig, handler);
+      continue;
+    }
     const task = taskSettings(action, own.tasks, options.actions?.[action.name]?.tasks !== undefined);
     if (task) {
       registerTaskTool(

@@ -5,10 +5,15 @@
  * completion in words (`completionText`: the status, the allowed message, the operation id), never
  * the raw write response. The Completion itself rides along as the tool output item's `customData`
  * (SDK-only, not sent to the model) and is remembered for the run, where `completionGuardrail` reads it.
+ *
+ * A shadow-mode action (the runner's or the action's `shadow: true`) runs through `runner.shadow`: the model
+ * is shown the live tool's own response, as before readback, and its verdict stays with operators (the
+ * record, the trace, `readback ops list --shadow`); it is never remembered as proof for the guardrail.
  */
 import { type FunctionTool, type RunContext, tool } from '@openai/agents';
 import type { Action, AnyAction, Completion, RunContext as ReadbackRunContext } from '../contract/types.js';
-import { completionText } from '../integrations/text.js';
+import { ReadbackError } from '../errors.js';
+import { completionText, liveResponse, notRunText } from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
 import { existingLedger, ledgerOf } from './runs.js';
 
@@ -91,6 +96,9 @@ function parametersOf(action: AnyAction): { parameters: unknown; strict: boolean
   return { parameters: OPEN_OBJECT, strict: false };
 }
 
+/** What the SDK itself shows the model when a tool throws (its default `errorFunction`; not exported by it). */
+const LIVE_TOOL_ERROR_TEXT = 'An error occurred while running the tool. Please try again.';
+
 /** What the model is shown when the SDK refused the arguments before the tool ran. */
 function notExecutedText(error: unknown): string {
   const kind = error instanceof Error ? error.name : 'error';
@@ -112,6 +120,23 @@ export function agentTool<I, O>(
   const { parameters, strict } = parametersOf(action as AnyAction);
   // Only reached for calls made outside an SDK run (a direct `invoke` with no context).
   const detached = {};
+  const shadowed = runner.inShadow(action as AnyAction);
+  // Errors the live tool itself threw in shadow mode: shown as the SDK shows any tool's error.
+  const fromLiveTool = new WeakSet<object>();
+  const shadowCall = async (input: unknown, ctx: ReadbackRunContext): Promise<unknown> => {
+    let shadow: Awaited<ReturnType<Runner['shadow']>>;
+    try {
+      shadow = await runner.shadow(action, input, ctx);
+    } catch (error) {
+      if (typeof error === 'object' && error !== null) {
+        (error instanceof ReadbackError ? fromRunner : fromLiveTool).add(error);
+      }
+      throw error;
+    }
+    // Readback refused the call before the tool ran (invalid input): say so, as for refused arguments.
+    if (!shadow.executed) return notRunText(shadow.completion);
+    return liveResponse(shadow.result).value;
+  };
   const created = tool({
     name: action.name,
     description:
@@ -131,6 +156,7 @@ export function agentTool<I, O>(
         ...(actor ? { actor } : {}),
         ...(options.wait !== undefined ? { wait: options.wait } : {}),
       };
+      if (shadowed) return shadowCall(input, ctx);
       let completion: Completion;
       try {
         completion = await runner.run(action, input, ctx);
@@ -145,6 +171,7 @@ export function agentTool<I, O>(
     errorFunction: (_runContext: unknown, error: unknown) => {
       // The runner throws only on misuse: surface it to the developer, never to the model.
       if (typeof error === 'object' && error !== null && fromRunner.has(error)) throw error;
+      if (typeof error === 'object' && error !== null && fromLiveTool.has(error)) return LIVE_TOOL_ERROR_TEXT;
       return notExecutedText(error);
     },
     customDataExtractor: ({ runContext, toolCall }: { runContext: object; toolCall: { callId: string } }) => {

@@ -1,7 +1,9 @@
 import type { ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import { describe, expect, it } from 'vitest';
-import { toolResult } from '../../src/anthropic/index.js';
+import { shadowToolResult, toolResult } from '../../src/anthropic/index.js';
+import { createRunner } from '../../src/index.js';
 import { claimsCompletion } from '../../src/messages/words.js';
+import { createHelpdesk } from '../../src/testing/index.js';
 import { ctx, setup } from '../runner/support.js';
 
 describe('readback/anthropic toolResult', () => {
@@ -58,5 +60,37 @@ describe('readback/anthropic toolResult', () => {
     expect(() => toolResult('', c)).toThrow(
       expect.objectContaining({ code: 'invalid_options', field: 'toolUseId' }),
     );
+  });
+});
+
+describe('readback/anthropic shadowToolResult', () => {
+  it("answers with the live tool's own response, never readback's verdict", async () => {
+    const hd = createHelpdesk();
+    hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
+    const runner = createRunner({ clock: hd.clock, random: () => 0.5, shadow: true });
+    hd.tickets.faults.softFailNextWrite = true;
+    const soft = await runner.shadow(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    const queued = await runner.shadow(
+      hd.actions.sendEmail,
+      { to: 'ana@example.com', subject: 's', body: 'b' },
+      ctx,
+    );
+    const invalid = await runner.shadow(hd.actions.updateTicket, { id: 7 }, ctx);
+
+    const blocks: ToolResultBlockParam[] = [
+      shadowToolResult('toolu_1', soft),
+      shadowToolResult('toolu_2', queued),
+      shadowToolResult('toolu_3', invalid),
+    ];
+    const texts = blocks.map((b) =>
+      Array.isArray(b.content) && b.content[0]?.type === 'text' ? b.content[0].text : '',
+    );
+    // The tool claimed success and the model sees that claim; the record holds the disagreement.
+    expect(texts[0]).toBe('{"ok":true,"version":2}');
+    expect(soft.completion.shadow?.agrees).toBe(false);
+    expect(JSON.parse(texts[1] ?? '')).toMatchObject({ status: 'queued' });
+    expect(texts[2]).toMatch(/^\[not executed: invalid_input\]/);
+    expect(blocks.map((b) => b.is_error)).toEqual([false, false, true]);
+    expect(hd.tickets.writes).toHaveLength(0);
   });
 });
