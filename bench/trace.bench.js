@@ -18,6 +18,8 @@ const OPS = Number(process.env.BENCH_OPS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 // Loopback HTTP is ~5x slower per action; fewer actions keep the run short.
 const HTTP_OPS = Number(process.env.BENCH_HTTP_OPS ?? 4_000);
+// BENCH_IO=none,turn (default all three) and BENCH_KINDS=none,callback (default all five) narrow a run.
+const IOS = (process.env.BENCH_IO ?? 'none,turn,http').split(',');
 const dir = mkdtempSync(join(tmpdir(), 'readback-trace-bench-'));
 // Each loop leaves ~20 000 operation records behind in its store; collecting them before the next loop starts
 // (outside its timing) keeps one loop's garbage from being charged to whichever loop runs after it.
@@ -108,7 +110,9 @@ async function loop(kind, io) {
 }
 
 async function measure(io) {
-  const kinds = Object.keys(KINDS);
+  const kinds = (process.env.BENCH_KINDS ?? Object.keys(KINDS).join(',')).split(',');
+  if (kinds[0] !== 'none' || kinds.some((k) => !KINDS[k]))
+    throw new Error(`BENCH_KINDS must start with none: ${kinds}`);
   for (const kind of kinds) await loop(kind, io); // warm-up, not counted
   const series = (k) => [k, { rates: [], ratios: [], cpu: [], cpuRatios: [] }];
   const by = Object.fromEntries(kinds.map(series));
@@ -133,10 +137,10 @@ async function measure(io) {
   }));
 }
 
-await startServer();
+if (IOS.includes('http')) await startServer();
 const results = [];
-for (const io of ['none', 'turn', 'http']) results.push(...(await measure(io)));
-stopServer();
+for (const io of IOS) results.push(...(await measure(io)));
+if (IOS.includes('http')) stopServer();
 rmSync(dir, { recursive: true, force: true });
 
 const label = {

@@ -4,7 +4,6 @@
  */
 import {
   type Attributes,
-  type Counter,
   type Histogram,
   type Meter,
   metrics,
@@ -81,8 +80,100 @@ const OTEL_EVENT_TYPES: ReadonlySet<TraceEventType> = new Set<TraceEventType>([
   'run.error',
 ]);
 
-// Metric attribute sets kept for reuse; past this many (a runaway action count) each call builds its own.
-const ATTRIBUTE_SET_LIMIT = 1024;
+// One call's count under one attribute set, read by the observable counters at collection time.
+interface Count {
+  readonly attributes: Attributes;
+  value: number;
+}
+
+// The call counts of every sink on one meter. Counting a call is then a few map lookups and an increment,
+// where a synchronous counter's `add` costs the SDK a hash of the attribute set (a sorted JSON text) per call;
+// the SDK reads the totals only when a reader collects. Kept per meter, not per sink, so two sinks on one
+// meter (two runners in a process) add up instead of reporting over each other.
+class Tally {
+  readonly completions: Count[] = [];
+  readonly reported: Count[] = [];
+  // action → status → mode, and action → status → verified/shadow index: nested maps of the event's own
+  // strings, which hash once, instead of a key string built (and hashed) per call.
+  private readonly completionIndex = new Map<string, Map<string, Map<string, Count>>>();
+  private readonly reportedIndex = new Map<string, Map<string, Count[]>>();
+
+  constructor(meter: Meter) {
+    meter
+      .createObservableCounter(OTEL_NAMES.completionsMetric, {
+        description: 'Completed tool calls by readback status and action',
+        unit: '{call}',
+      })
+      .addCallback((result) => {
+        for (const c of this.completions) result.observe(c.value, c.attributes);
+      });
+    meter
+      .createObservableCounter(OTEL_NAMES.reportedSuccessMetric, {
+        description:
+          'Tool calls whose raw result claimed success, by whether readback verified the effect (the reported-vs-verified gap)',
+        unit: '{call}',
+      })
+      .addCallback((result) => {
+        for (const c of this.reported) result.observe(c.value, c.attributes);
+      });
+  }
+
+  completed(action: string, status: string, mode: string): void {
+    const byStatus = child(this.completionIndex, action, () => new Map<string, Map<string, Count>>());
+    const byMode = child(byStatus, status, () => new Map<string, Count>());
+    let count = byMode.get(mode);
+    if (!count) {
+      count = {
+        attributes: { 'gen_ai.tool.name': action, 'readback.status': status, 'readback.mode': mode },
+        value: 0,
+      };
+      byMode.set(mode, count);
+      this.completions.push(count);
+    }
+    count.value++;
+  }
+
+  claimedSuccess(action: string, status: string, verified: boolean, shadow: boolean): void {
+    const byStatus = child(this.reportedIndex, action, () => new Map<string, Count[]>());
+    const counts = child(byStatus, status, () => []);
+    const slot = (verified ? 1 : 0) + (shadow ? 2 : 0);
+    let count = counts[slot];
+    if (!count) {
+      count = {
+        attributes: {
+          'gen_ai.tool.name': action,
+          'readback.status': status,
+          'readback.verified': verified,
+          'readback.shadow': shadow,
+        },
+        value: 0,
+      };
+      counts[slot] = count;
+      this.reported.push(count);
+    }
+    count.value++;
+  }
+}
+
+const tallies = new WeakMap<Meter, Tally>();
+
+function tallyOf(meter: Meter): Tally {
+  let tally = tallies.get(meter);
+  if (!tally) {
+    tally = new Tally(meter);
+    tallies.set(meter, tally);
+  }
+  return tally;
+}
+
+function child<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
 
 // Failed and partial calls did not do what was asked; unknown and pending are uncertainty, not errors.
 const ERROR_STATUSES = new Set(['failed', 'partial']);
@@ -98,32 +189,17 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
   const tracer = options.tracer ?? trace.getTracer('readback');
   const meter = options.meter ?? metrics.getMeter('readback');
   const toolType = options.toolType ?? 'function';
-  // Synchronous counters, not observable ones: two sinks on one meter (two runners in a process) must add up.
-  const completions: Counter = meter.createCounter(OTEL_NAMES.completionsMetric, {
-    description: 'Completed tool calls by readback status and action',
-    unit: '{call}',
-  });
+  // Completions and claimed successes are observable counters fed from a per-meter tally (see `Tally`); the
+  // latency histogram has to be recorded per call.
+  const tally = tallyOf(meter);
   const verification: Histogram = meter.createHistogram(OTEL_NAMES.verificationDurationMetric, {
     description: 'Time from the end of execute to the readback decision',
     unit: 's',
     advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] },
   });
-  const reported: Counter = meter.createCounter(OTEL_NAMES.reportedSuccessMetric, {
-    description:
-      'Tool calls whose raw result claimed success, by whether readback verified the effect (the reported-vs-verified gap)',
-    unit: '{call}',
-  });
   const open = new Map<string, OpenCall>();
-  // Metric attribute sets repeat (action × status × mode): one frozen object each instead of one per call.
-  const attributeSets = new Map<string, Attributes>();
-
-  function metricAttributes(key: string, build: () => Attributes): Attributes {
-    const known = attributeSets.get(key);
-    if (known) return known;
-    const made = Object.freeze(build());
-    if (attributeSets.size < ATTRIBUTE_SET_LIMIT) attributeSets.set(key, made);
-    return made;
-  }
+  // The histogram's attribute sets (action × status), one object each instead of one per call.
+  const latencyAttributes = new Map<string, Map<string, Attributes>>();
 
   function start(event: Extract<TraceEvent, { type: 'run.started' }>): void {
     const attributes: Attributes = {
@@ -173,30 +249,16 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
 
     const { action, mode } = call;
     const status = event.status;
-    const byMode = metricAttributes(`c\0${action}\0${status}\0${mode}`, () => ({
-      'gen_ai.tool.name': action,
-      'readback.status': status,
-      'readback.mode': mode,
-    }));
-    completions.add(1, byMode);
+    tally.completed(action, status, mode);
     if (event.verificationMs !== undefined) {
-      const byCall = metricAttributes(`v\0${action}\0${status}`, () => ({
+      const byStatus = child(latencyAttributes, action, () => new Map<string, Attributes>());
+      const attributes = child(byStatus, status, () => ({
         'gen_ai.tool.name': action,
         'readback.status': status,
       }));
-      verification.record(event.verificationMs / 1000, byCall);
+      verification.record(event.verificationMs / 1000, attributes);
     }
-    if (event.claimed === 'success') {
-      const verified = event.verified;
-      const shadow = !!event.shadow;
-      const byOutcome = metricAttributes(`r\0${action}\0${status}\0${verified}\0${shadow}`, () => ({
-        'gen_ai.tool.name': action,
-        'readback.status': status,
-        'readback.verified': verified,
-        'readback.shadow': shadow,
-      }));
-      reported.add(1, byOutcome);
-    }
+    if (event.claimed === 'success') tally.claimedSuccess(action, status, event.verified, !!event.shadow);
   }
 
   function write(event: TraceEvent): void {

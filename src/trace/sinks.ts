@@ -1,19 +1,58 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { ReadbackError } from '../errors.js';
-import type { TraceEvent, TraceSink } from './events.js';
+import type { TraceEvent, TraceEventType, TraceSink } from './events.js';
+
+/** Options shared by the built-in sinks. */
+export interface SinkOptions {
+  /**
+   * Only these event types reach the sink (default: all). When every sink of a runner lists its types, events
+   * no sink takes are never built: e.g. leave out `state.transition` to skip the store's transitions.
+   */
+  types?: Iterable<TraceEventType>;
+}
 
 /** A sink that hands every event to a function (already redacted; do not mutate it). */
-export function callbackSink(onEvent: (event: TraceEvent) => void | Promise<void>): TraceSink {
+export function callbackSink(
+  onEvent: (event: TraceEvent) => void | Promise<void>,
+  options: SinkOptions = {},
+): TraceSink {
   if (typeof onEvent !== 'function') {
     throw new ReadbackError('invalid_options', 'expected a function', 'callbackSink(onEvent)');
   }
-  return { write: onEvent };
+  const types = typesOf(options, 'callbackSink(options).types');
+  return types ? { write: onEvent, types } : { write: onEvent };
 }
 
 /** Options of `jsonlSink`. */
-export interface JsonlSinkOptions {
+export interface JsonlSinkOptions extends SinkOptions {
   /** Append to an existing file (default) or truncate it first. */
   append?: boolean;
+}
+
+const EVENT_TYPES: ReadonlySet<string> = new Set<TraceEventType>([
+  'run.started',
+  'tool.selected',
+  'permission.decided',
+  'operation.reserved',
+  'execute.started',
+  'execute.finished',
+  'observe',
+  'state.transition',
+  'completion',
+  'run.error',
+]);
+
+function typesOf(options: SinkOptions, field: string): ReadonlySet<TraceEventType> | undefined {
+  if (options.types === undefined) return undefined;
+  const types = typeof options.types === 'string' ? undefined : [...options.types];
+  if (!types?.every((type) => EVENT_TYPES.has(type))) {
+    throw new ReadbackError(
+      'invalid_options',
+      `expected event types (${[...EVENT_TYPES].join(', ')})`,
+      field,
+    );
+  }
+  return new Set(types);
 }
 
 /** A JSONL sink: one event per line, written in batches through a stream; call `close()` when done. */
@@ -24,24 +63,34 @@ export interface JsonlSink extends TraceSink {
 }
 
 // Lines are gathered and handed to the stream in batches: each stream write is a file-system request through
-// libuv's thread pool, costing far more than the JSON encoding. A batch goes out when it grows past
-// BATCH_BYTES or BATCH_MS after its first line, whichever comes first (`flush()` and `close()` send it at once).
+// libuv's thread pool, costing far more than the JSON encoding. A batch goes out when it nears BATCH_BYTES or
+// BATCH_MS after its first line, whichever comes first (`flush()` and `close()` send it at once). Each line is
+// encoded straight into the batch's buffer: appending lines to one string and converting it at the end cost
+// ~3× the JSON encoding itself (the joined string is flattened, then re-encoded as UTF-8, and one non-ASCII
+// character, such as the quotes around a postcondition, makes the whole batch a two-byte string).
 const BATCH_BYTES = 64 * 1024;
 const BATCH_MS = 50;
+// UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair takes 4 bytes for 2 units).
+const MAX_BYTES_PER_UNIT = 3;
+const NEWLINE = 0x0a;
 
 /**
  * Writes each event as one JSON line to `path`. Writes are batched (at most 50 ms or 64 KiB) and asynchronous so
  * a run never waits on the disk; `flush()` resolves once every line so far reached the file, `close()` also
- * ends the stream.
+ * ends the stream. Every event written before `close()` is in the file when it resolves; a process that dies
+ * without closing loses the lines of the batch not yet sent (at most the last 50 ms or 64 KiB).
  */
 export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSink {
   if (typeof path !== 'string' || path === '') {
     throw new ReadbackError('invalid_options', 'must be a non-empty file path', 'jsonlSink(path)');
   }
+  const types = typesOf(options, 'jsonlSink(options).types');
   const stream: WriteStream = createWriteStream(path, { flags: options.append === false ? 'w' : 'a' });
   let failure: unknown;
   let closed = false;
-  let batch = '';
+  // The batch being filled; the stream keeps a sent buffer until written, so each batch gets a fresh one.
+  let buffer = Buffer.allocUnsafe(BATCH_BYTES);
+  let used = 0;
   let scheduled: ReturnType<typeof setTimeout> | undefined;
   stream.on('error', (error) => {
     failure = error;
@@ -49,9 +98,10 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
   const sendBatch = () => {
     if (scheduled) clearTimeout(scheduled);
     scheduled = undefined;
-    if (batch === '' || failure) return;
-    stream.write(batch);
-    batch = '';
+    if (used === 0 || failure) return;
+    stream.write(buffer.subarray(0, used));
+    buffer = Buffer.allocUnsafe(BATCH_BYTES);
+    used = 0;
   };
   const drained = () =>
     new Promise<void>((resolve, reject) => {
@@ -62,12 +112,24 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
     });
   return {
     path,
+    ...(types ? { types } : {}),
     write(event) {
       if (failure) throw failure;
       if (closed) throw new ReadbackError('invalid_options', 'the JSONL sink is closed', 'jsonlSink');
-      batch += `${JSON.stringify(event)}\n`;
-      if (batch.length >= BATCH_BYTES) sendBatch();
-      else scheduled ??= setTimeout(sendBatch, BATCH_MS);
+      const line = JSON.stringify(event);
+      // Room for the worst case of this line plus its newline; otherwise the batch goes out first.
+      const room = line.length * MAX_BYTES_PER_UNIT + 1;
+      if (room > BATCH_BYTES - used) {
+        sendBatch();
+        if (room > BATCH_BYTES) {
+          // A line bigger than a whole batch goes out on its own, in order after what came before.
+          stream.write(`${line}\n`);
+          return;
+        }
+      }
+      used += buffer.write(line, used);
+      buffer[used++] = NEWLINE;
+      scheduled ??= setTimeout(sendBatch, BATCH_MS);
     },
     flush: () => (closed ? Promise.resolve() : drained()),
     close() {

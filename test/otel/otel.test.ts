@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { DataPointType } from '@opentelemetry/sdk-metrics';
 import { ATTR_ERROR_TYPE } from '@opentelemetry/semantic-conventions';
 import {
   ATTR_GEN_AI_OPERATION_NAME,
@@ -194,5 +195,44 @@ describe('readback/otel metrics', () => {
       .filter((p) => p.attributes[ATTR_GEN_AI_TOOL_NAME] === 'update_ticket')
       .reduce((n, p) => n + (p.value as { count: number }).count, 0);
     expect(ticketLatency).toBe(2); // the invalid call never executed, so it has no verification latency
+  });
+});
+
+describe('readback/otel metrics shared by sinks', () => {
+  it('two runners with their own sinks on one meter add up, and the counts keep adding across collections', async () => {
+    harness = otelHarness();
+    const hd = createHelpdesk();
+    hd.tickets.seed([
+      { id: 'T-201', tenant: 'acme' },
+      { id: 'T-202', tenant: 'acme' },
+      { id: 'T-203', tenant: 'acme' },
+    ]);
+    const runnerWith = () =>
+      createRunner({
+        clock: hd.clock,
+        random: () => 0.5,
+        trace: { sinks: [otelSink({ tracer: harness.tracer, meter: harness.meter })] },
+      });
+    const first = runnerWith();
+    const second = runnerWith();
+    await first.run(hd.actions.updateTicket, { id: 'T-201', status: 'resolved' }, ctx);
+    await second.run(hd.actions.updateTicket, { id: 'T-202', status: 'resolved' }, ctx);
+    const verified = async (name: string) =>
+      (await harness.points(name)).filter(
+        (p) =>
+          p.attributes[ATTR_GEN_AI_TOOL_NAME] === 'update_ticket' &&
+          p.attributes['readback.status'] === 'verified',
+      );
+    expect((await verified(OTEL_NAMES.completionsMetric)).map((p) => p.value)).toEqual([2]);
+    expect((await verified(OTEL_NAMES.reportedSuccessMetric)).map((p) => p.value)).toEqual([2]);
+
+    await second.run(hd.actions.updateTicket, { id: 'T-203', status: 'resolved' }, ctx);
+    expect((await verified(OTEL_NAMES.completionsMetric)).map((p) => p.value)).toEqual([3]);
+    const metric = (await harness.allMetrics()).scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === OTEL_NAMES.completionsMetric);
+    // Still a counter to its readers: a monotonic sum.
+    expect(metric?.dataPointType).toBe(DataPointType.SUM);
+    expect(metric && 'isMonotonic' in metric ? metric.isMonotonic : undefined).toBe(true);
   });
 });

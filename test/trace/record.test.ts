@@ -1,5 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
+import { hashOf } from '../../src/canonical.js';
 import { createRunner, memoryStore, TRACE_FORMAT_VERSION, type TraceEvent } from '../../src/index.js';
+import { Tracer } from '../../src/runner/trace.js';
 import { createHelpdesk } from '../../src/testing/index.js';
 import { ctx, ofType, sha256OfCanonical, tracedSetup } from './support.js';
 
@@ -382,5 +384,22 @@ describe('the run record', () => {
     expect(() =>
       createRunner({ trace: { sinks: [{ write() {} }], redaction: { rules: [{ name: 'x' }] } } }),
     ).toThrow(/trace\.redaction\.rules\[0\]/);
+  });
+});
+
+describe('the tracer hooks', () => {
+  it('a hash the caller already computed is recorded as argsHash instead of hashing the input again', () => {
+    const seen: TraceEvent[] = [];
+    const tracer = new Tracer(
+      { sinks: [{ write: (e) => void seen.push(e) }] },
+      { now: () => 0, sleep: async () => {} },
+    );
+    const input = { id: 'T-1' };
+    const given = tracer.begin({ name: 'a', mode: 'committed' }, { runId: 'r', entry: 'run' });
+    given.selected(true, input, { target: 't', argsHash: 'f'.repeat(64) });
+    const computed = tracer.begin({ name: 'a', mode: 'committed' }, { runId: 'r', entry: 'run' });
+    computed.selected(true, input, { target: 't' });
+    const hashes = ofType(seen, 'tool.selected').map((e) => e.argsHash);
+    expect(hashes).toEqual(['f'.repeat(64), hashOf(input)]);
   });
 });

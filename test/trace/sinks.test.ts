@@ -81,6 +81,52 @@ describe('sinks', () => {
     expect(String(errors[0])).toMatch(/ENOENT/);
   });
 
+  it('batches survive the edges: many lines, lines bigger than a batch, non-ASCII text, close without flush', async () => {
+    const path = join(dir, 'batches.jsonl');
+    const file = jsonlSink(path, { append: false });
+    const base = { v: 1, type: 'run.error', runId: 'r', callId: 'c', action: 'a' } as const;
+    const written: TraceEvent[] = [];
+    const write = (seq: number, message: string) => {
+      const event: TraceEvent = { ...base, seq, at: `t${seq}`, error: { name: 'E', message } };
+      written.push(event);
+      file.write(event);
+    };
+    // ~1 000 lines of ~100 bytes cross the 64 KiB batch size more than once; some carry two-byte and
+    // four-byte (surrogate pair) characters, whose UTF-8 is longer than their string length.
+    for (let i = 0; i < 1000; i++) write(i, i % 7 === 0 ? `“quoted” ✓ 𝄞 line ${i}` : `line ${i}`);
+    write(1000, 'x'.repeat(200_000)); // bigger than a whole batch: written on its own, in order
+    write(1001, '“'.repeat(30_000)); // fits in characters, not in bytes (90 000 bytes of UTF-8)
+    write(1002, 'after the big ones');
+    await file.close(); // no flush: close must still write every acknowledged line
+    expect(lines(path)).toEqual(written);
+  });
+
+  it('a sink that lists its types gets only those, and events no sink takes are not built', async () => {
+    const hd = createHelpdesk();
+    hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
+    const path = join(dir, 'types.jsonl');
+    const file = jsonlSink(path, { append: false, types: ['completion'] });
+    const seen: TraceEvent[] = [];
+    const types = ['run.started', 'observe', 'completion'] as const;
+    const runner = createRunner({
+      clock: hd.clock,
+      trace: { sinks: [file, callbackSink((e) => void seen.push(e), { types })] },
+    });
+    const c = await runner.run(
+      hd.actions.updateTicket,
+      { id: 'T-104', status: 'resolved' },
+      { runId: 'r1', scope: { tenant: 'acme' } },
+    );
+    expect(c.status).toBe('verified');
+    expect(seen.map((e) => e.type)).toEqual(['run.started', 'observe', 'observe', 'completion']);
+    await file.close();
+    expect(lines(path).map((e) => e.type)).toEqual(['completion']);
+    expect(() => callbackSink(() => {}, { types: ['nonsense' as never] })).toThrow(
+      /callbackSink\(options\)\.types/,
+    );
+    expect(() => jsonlSink(join(dir, 'bad.jsonl'), { types: 'completion' as never })).toThrow(/event types/);
+  });
+
   it('rejects a missing path or callback', () => {
     expect(() => jsonlSink('')).toThrow(/jsonlSink\(path\)/);
     expect(() => callbackSink(undefined as never)).toThrow(/callbackSink/);
