@@ -1,8 +1,8 @@
 // Diagnostic for the drain: what one drained job costs on ONE connection with synchronous_commit off (no
-// fsync wait, no worker processes competing for the CPU), for runner.reconcile, for its statements replayed
-// by hand, and for the changes proposed in BENCHMARKS.md (one merged write per job; named prepared
-// statements). Run with `npm run build && node bench/postgres-replay.js`; sizes: BENCH_PG_REPLAY_OPS=3000
-// BENCH_ROUNDS=2 BENCH_PG_BATCH=32.
+// fsync wait, no worker processes competing for the CPU), in wall time and in this process's CPU, for
+// runner.reconcile with and without group commit, for its per-job statements replayed by hand, and for the
+// raw SKIP LOCKED loop. Run with `npm run build && node bench/postgres-replay.js`; sizes:
+// BENCH_PG_REPLAY_OPS=3000 BENCH_ROUNDS=2 BENCH_PG_BATCH=32.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createRunner, RECORD_SCHEMA_VERSION } from '../dist/index.js';
@@ -29,6 +29,12 @@ await client.query('SET synchronous_commit = off');
 const nameOf = (text) => `rp_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 const send = (prepared) => (text, values) =>
   client.query(prepared ? { name: nameOf(text), text, values } : { text, values });
+// Wall time and this process's CPU time since `mark()`, in µs (the timed part only, not the seeding).
+const mark = () => ({ wall: process.hrtime.bigint(), cpu: process.cpuUsage() });
+const since = (m) => {
+  const cpu = process.cpuUsage(m.cpu);
+  return { wallUs: Number(process.hrtime.bigint() - m.wall) / 1e3, cpuUs: cpu.user + cpu.system };
+};
 const takes = (text) => Math.max(0, ...Array.from(text.matchAll(/\$(\d+)/g), (m) => Number(m[1])));
 // Appends a write id when the statement takes one more parameter than given, as the store does.
 const withWriteId = (text, values) =>
@@ -43,14 +49,14 @@ async function seedOperations(schema) {
 }
 
 /** The real reconciler, on the one connection (the store queues its statements). */
-async function reconciler() {
+async function reconciler({ groupCommit }) {
   const schema = 'bench_replay_runner';
   await seedOperations(schema);
-  const store = await postgresStore({ pool: client, schema });
+  const store = await postgresStore({ pool: client, schema, groupCommit });
   const runner = createRunner({ store, actions: [drainAction] });
-  const start = process.hrtime.bigint();
+  const start = mark();
   const report = await runner.reconcile({ once: true, concurrency: BATCH, leaseMs: LEASE_MS });
-  const elapsed = process.hrtime.bigint() - start;
+  const elapsed = since(start);
   await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
   if (report.byStatus.verified !== OPS) throw new Error(`reconciler verified ${report.byStatus.verified}`);
   return elapsed;
@@ -73,7 +79,7 @@ async function replay({ merged, prepared }) {
   const settle = transitionSql(t, [...settleColumns, ...(merged ? ['reads'] : []), ...leaseColumns], guard);
   const completion = JSON.stringify({ status: 'verified', padding: 'x'.repeat(600) });
   let done = 0;
-  const start = process.hrtime.bigint();
+  const start = mark();
   for (;;) {
     const now = Date.now();
     const claimArgs = [now, BATCH, 'replay', LEASE_MS, RECORD_SCHEMA_VERSION, null];
@@ -97,7 +103,7 @@ async function replay({ merged, prepared }) {
       done++;
     }
   }
-  const elapsed = process.hrtime.bigint() - start;
+  const elapsed = since(start);
   await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
   if (done !== OPS) throw new Error(`replay settled ${done} of ${OPS}`);
   return elapsed;
@@ -113,32 +119,56 @@ async function raw({ prepared }) {
   await admin.query(`VACUUM ANALYZE "${schema}".jobs`);
   const q = send(prepared);
   let done = 0;
-  const start = process.hrtime.bigint();
+  const start = mark();
   for (;;) {
     const now = Date.now();
     const { rows } = await q(sql.claim, [now, now + LEASE_MS, BATCH]);
     if (rows.length === 0) break;
     for (const row of rows) done += (await q(sql.settleOne, [row.id, '{"status":"verified"}'])).rowCount;
   }
-  const elapsed = process.hrtime.bigint() - start;
+  const elapsed = since(start);
+  await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+  if (done !== OPS) throw new Error(`raw loop settled ${done} of ${OPS}`);
+  return elapsed;
+}
+
+/** The raw loop settling each claimed batch with one UPDATE (the floor). */
+async function rawBatch() {
+  const schema = 'bench_replay_raw';
+  const sql = rawQueueSql(schema);
+  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  for (const statement of sql.create) await admin.query(statement);
+  await admin.query(sql.seed, [OPS, Date.now()]);
+  await admin.query(`VACUUM ANALYZE "${schema}".jobs`);
+  const q = send(true);
+  let done = 0;
+  const start = mark();
+  for (;;) {
+    const now = Date.now();
+    const { rows } = await q(sql.claim, [now, now + LEASE_MS, BATCH]);
+    if (rows.length === 0) break;
+    done += (await q(sql.settleMany, [rows.map((row) => row.id), '{"status":"verified"}'])).rowCount;
+  }
+  const elapsed = since(start);
   await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
   if (done !== OPS) throw new Error(`raw loop settled ${done} of ${OPS}`);
   return elapsed;
 }
 
 const cases = {
-  'runner.reconcile': reconciler,
-  'its statements by hand (claim, observed, settled)': () => replay({ merged: false, prepared: false }),
-  'by hand, observed merged into the settle': () => replay({ merged: true, prepared: false }),
-  'by hand, named prepared statements': () => replay({ merged: false, prepared: true }),
-  'by hand, merged and prepared': () => replay({ merged: true, prepared: true }),
-  'raw claim + settle UPDATE per row': () => raw({ prepared: false }),
-  'raw, prepared': () => raw({ prepared: true }),
+  'runner.reconcile (group commit, the default)': () => reconciler({ groupCommit: true }),
+  'runner.reconcile, groupCommit: false': () => reconciler({ groupCommit: false }),
+  'its statements by hand, one settle per job, prepared': () => replay({ merged: true, prepared: true }),
+  'raw claim + settle UPDATE per row, prepared': () => raw({ prepared: true }),
+  'raw claim + one settle UPDATE per batch, prepared': rawBatch,
 };
 const results = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
 try {
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [label, run] of Object.entries(cases)) results[label].push(Number(await run()) / 1e3 / OPS);
+    for (const [label, run] of Object.entries(cases)) {
+      const { wallUs, cpuUs } = await run();
+      results[label].push({ wall: wallUs / OPS, cpu: cpuUs / OPS });
+    }
   }
 } finally {
   await client.end();
@@ -146,8 +176,9 @@ try {
 }
 console.log(`One connection, synchronous_commit off, ${OPS} jobs, batch ${BATCH}, ${ROUNDS} rounds`);
 console.log('');
-console.log('| loop | µs per job, per round |');
-console.log('|---|---|');
+console.log('| loop | wall µs per job, per round | this process CPU µs per job, per round |');
+console.log('|---|---|---|');
 for (const [label, xs] of Object.entries(results)) {
-  console.log(`| ${label} | ${xs.map((x) => x.toFixed(0)).join(', ')} |`);
+  const fmt = (key) => xs.map((x) => x[key].toFixed(0)).join(', ');
+  console.log(`| ${label} | ${fmt('wall')} | ${fmt('cpu')} |`);
 }

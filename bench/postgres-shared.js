@@ -79,7 +79,9 @@ export function rawQueueSql(schema) {
 
 /** A pool of `max` connections, all opened before timing starts so no loop pays for connecting. */
 export async function warmPool(max) {
-  const pool = new pg.Pool({ connectionString: PG_URL, max });
+  // idleTimeoutMillis 0: a connection left idle (a worker that needs fewer than `max` at once) is not
+  // closed after pg's default 10 s, so the backends whose CPU the bench reads live until the end.
+  const pool = new pg.Pool({ connectionString: PG_URL, max, idleTimeoutMillis: 0 });
   pool.on('error', () => undefined);
   pool.backendPids = await backendPids((text) => pool.query(text), max);
   return pool;

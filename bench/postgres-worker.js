@@ -1,8 +1,9 @@
 // One drain worker of the Postgres bench, forked by bench/postgres.bench.js. It connects and warms its
 // pool, says `ready`, waits for `go`, then drains the queue of its mode until a claim comes back empty and
-// reports how many jobs it finished. Modes: readback (runner.reconcile; readback-unnamed: the same with
-// namedStatements: false, an experiment), pgboss (fetch + complete) and
-// raw-row / raw-batch (the SKIP LOCKED claim loop, settling each row or each batch in one UPDATE).
+// reports how many jobs it finished. Modes: readback (runner.reconcile; readback-unnamed and
+// readback-nogroup: the same with namedStatements or groupCommit false, experiments), pgboss (fetch +
+// complete) and raw-row / raw-batch (the SKIP LOCKED claim loop, settling each row or each batch in one
+// UPDATE).
 import PgBoss from 'pg-boss';
 import { createRunner } from '../dist/index.js';
 import { postgresStore } from '../dist/postgres/index.js';
@@ -21,9 +22,9 @@ const go = () =>
     }),
   );
 
-async function readbackWorker(namedStatements) {
+async function readbackWorker(namedStatements, groupCommit = true) {
   const pool = await warmPool(poolSize);
-  const store = await postgresStore({ pool, schema, namedStatements });
+  const store = await postgresStore({ pool, schema, namedStatements, groupCommit });
   const runner = createRunner({ store, actions: [drainAction] });
   say({ ready: true, pids: pool.backendPids });
   await go();
@@ -42,6 +43,7 @@ async function pgBossWorker() {
     connectionString: PG_URL,
     schema,
     max: poolSize,
+    idleTimeoutMillis: 0, // passed on to pg.Pool, as in warmPool
     migrate: false,
     supervise: false,
     schedule: false,
@@ -100,6 +102,7 @@ try {
   const work = {
     readback: () => readbackWorker(true),
     'readback-unnamed': () => readbackWorker(false),
+    'readback-nogroup': () => readbackWorker(true, false),
     pgboss: pgBossWorker,
     'raw-row': () => rawWorker(true),
     'raw-batch': () => rawWorker(false),

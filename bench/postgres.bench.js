@@ -232,8 +232,11 @@ async function perAction() {
 
 async function drain() {
   const modes = ['readback', 'pgboss', 'raw-row', 'raw-batch'];
-  // BENCH_PG_EXPERIMENTS=unnamed adds readback with namedStatements: false, to show what naming buys.
-  if (process.env.BENCH_PG_EXPERIMENTS === 'unnamed') modes.splice(1, 0, 'readback-unnamed');
+  // BENCH_PG_EXPERIMENTS=unnamed,nogroup (either or both) adds readback with namedStatements: false, or
+  // with groupCommit: false, to show what naming the statements and batching the transitions buy.
+  const experiments = (process.env.BENCH_PG_EXPERIMENTS ?? '').split(',');
+  if (experiments.includes('nogroup')) modes.splice(1, 0, 'readback-nogroup');
+  if (experiments.includes('unnamed')) modes.splice(1, 0, 'readback-unnamed');
   const r = Object.fromEntries(modes.map((m) => [m, { rates: [], seeds: [], cpu: [], server: [], wal: [] }]));
   const ratios = Object.fromEntries(modes.filter((m) => m !== 'readback').map((m) => [m, []]));
   for (let round = 0; round < ROUNDS; round++) {
@@ -292,6 +295,7 @@ if (ONLY !== 'action') {
   const labels = {
     readback: 'readback runner.reconcile (claim → observe → settle)',
     'readback-unnamed': 'readback with namedStatements: false (experiment)',
+    'readback-nogroup': 'readback with groupCommit: false (experiment)',
     pgboss: 'pg-boss 10 fetch + complete(batch)',
     'raw-row': 'raw SKIP LOCKED claim, settle UPDATE per row',
     'raw-batch': 'raw SKIP LOCKED claim, one settle UPDATE per batch',

@@ -5,10 +5,91 @@ import { isAction } from '../contract/define.js';
 import type { AnyAction } from '../contract/types.js';
 import type { ReconcileReport } from '../runner/reconcile.js';
 import { createRunner } from '../runner/runner.js';
+import type { OperationStore } from '../store/types.js';
 import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
 import { demoActions, isDemoStore } from './demo-state.js';
 import { CommandError, intFlag, stringFlag } from './format.js';
-import { DEFAULT_STORE, openStore } from './store.js';
+import { DEFAULT_STORE, openStore, parsePostgresSpec, redact } from './store.js';
+
+/** The Postgres store options `reconcile` takes as flags (see `PostgresStoreOptions`). */
+interface PostgresFlags {
+  leaseClock?: 'database' | 'caller';
+  reconnect?: { retries?: number; baseMs?: number; maxMs?: number } | false;
+}
+
+interface PostgresModule {
+  postgresStore(
+    options: { connectionString: string; schema?: string } & PostgresFlags,
+  ): Promise<OperationStore>;
+}
+
+// A variable specifier, as in store.ts: pg loads only for a postgres:// store.
+const POSTGRES_MODULE = '../postgres/index.js';
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+const POSTGRES_FLAGS = ['lease-clock', 'reconnect-retries', 'reconnect-base-ms', 'reconnect-max-ms'] as const;
+
+/** Reads the Postgres-only flags; undefined when none is given. They make no sense for a SQLite file. */
+export function postgresFlags(
+  flags: Record<string, string | boolean | undefined>,
+  storeSpec: string,
+): PostgresFlags | undefined {
+  const given = POSTGRES_FLAGS.filter((name) => flags[name] !== undefined);
+  if (given.length === 0) return undefined;
+  if (!POSTGRES_URL.test(storeSpec)) {
+    throw new UsageError(`option '--${given[0]}' applies only to a postgres:// store`);
+  }
+  const options: PostgresFlags = {};
+  const clock = flags['lease-clock'];
+  if (clock !== undefined) {
+    if (clock !== 'database' && clock !== 'caller') {
+      throw new UsageError(`option '--lease-clock' needs 'database' or 'caller'; got '${String(clock)}'`);
+    }
+    options.leaseClock = clock;
+  }
+  const retries = intFlag(flags, 'reconnect-retries', 0);
+  const baseMs = intFlag(flags, 'reconnect-base-ms', 0);
+  const maxMs = intFlag(flags, 'reconnect-max-ms', 0);
+  if (retries === 0) {
+    // 0 retries is "fail at once"; backoff steps that would never be used are then a mistake worth naming.
+    if (baseMs !== undefined || maxMs !== undefined) {
+      throw new UsageError(
+        "'--reconnect-retries 0' turns retrying off; drop the other --reconnect-* options",
+      );
+    }
+    options.reconnect = false;
+  } else if (retries !== undefined || baseMs !== undefined || maxMs !== undefined) {
+    options.reconnect = {
+      ...(retries !== undefined ? { retries } : {}),
+      ...(baseMs !== undefined ? { baseMs } : {}),
+      ...(maxMs !== undefined ? { maxMs } : {}),
+    };
+  }
+  return options;
+}
+
+/** Opens the store as `openStore` does, passing Postgres-only options on when flags gave some. */
+async function openReconcileStore(spec: string, pg: PostgresFlags | undefined): Promise<OperationStore> {
+  if (pg === undefined) return openStore(spec);
+  const { connectionString, schema } = parsePostgresSpec(spec);
+  let mod: PostgresModule;
+  try {
+    mod = (await import(POSTGRES_MODULE)) as PostgresModule;
+  } catch (error) {
+    throw new CommandError(`could not load the Postgres store: ${errorText(error)}`);
+  }
+  try {
+    return await mod.postgresStore({ connectionString, ...(schema !== undefined ? { schema } : {}), ...pg });
+  } catch (error) {
+    // pg's messages may quote the URL; never echo a password.
+    throw new CommandError(
+      `could not open store ${redact(spec)}: ${errorText(error).split(spec).join(redact(spec))}`,
+    );
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
 
 /** Installs a stop handler and returns its remover; the default listens for SIGINT and SIGTERM. */
 export type StopHook = (stop: () => void) => () => void;
@@ -67,8 +148,11 @@ export async function loadActions(modulePath: string): Promise<AnyAction[]> {
   return actions;
 }
 
-/** One progress line: rounds, claims and the completions reached so far. */
-export function progressLine(report: ReconcileReport): string {
+/**
+ * One progress line: rounds, claims and the completions reached so far. `final` (the closing summary)
+ * always names the leases lost, so a clean run says 0; progress lines name them only once one is lost.
+ */
+export function progressLine(report: ReconcileReport, final = false): string {
   const s = report.byStatus;
   const parts = [
     `${report.rounds} round${report.rounds === 1 ? '' : 's'}`,
@@ -82,6 +166,8 @@ export function progressLine(report: ReconcileReport): string {
   if (s.no_op > 0) parts.push(`no_op ${s.no_op}`);
   if (report.unknownAction > 0) parts.push(`unknown action ${report.unknownAction}`);
   if (report.errors > 0) parts.push(`errors ${report.errors}`);
+  const lost = report.leasesLost ?? 0;
+  if (final || lost > 0) parts.push(`leases lost ${lost}`);
   return `reconcile: ${parts.join(' · ')}`;
 }
 
@@ -100,10 +186,11 @@ export async function runReconcile(
   const leaseMs = intFlag(flags, 'lease-ms');
   const once = flags.once === true;
   const json = flags.json === true;
+  const pgOptions = postgresFlags(flags, storeSpec);
 
   // Without --actions on the demo's own store, the built-in demo actions settle what the demo left pending.
   const actions = modulePath === undefined ? demoActions(storeSpec) : await loadActions(modulePath);
-  const store = await openStore(storeSpec);
+  const store = await openReconcileStore(storeSpec, pgOptions);
   const controller = new AbortController();
   const removeStop = onStop(() => controller.abort());
   const tty = io.stdout.isTTY === true;
@@ -138,11 +225,12 @@ export async function runReconcile(
           }),
     });
     if (json) {
-      io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      // leasesLost is in the report only once one is lost; the JSON summary always carries it.
+      io.stdout.write(`${JSON.stringify({ ...report, leasesLost: report.leasesLost ?? 0 }, null, 2)}\n`);
     } else {
       if (tty && progressShown) io.stdout.write('\n');
       const why = controller.signal.aborted ? 'stopped' : 'done';
-      io.stdout.write(`${why}: ${progressLine(report).replace(/^reconcile: /, '')}\n`);
+      io.stdout.write(`${why}: ${progressLine(report, true).replace(/^reconcile: /, '')}\n`);
       if (report.lastError) io.stderr.write(`readback: last error while reconciling: ${report.lastError}\n`);
     }
     return 0;
@@ -156,7 +244,9 @@ export async function runReconcile(
 export const reconcileCommand: Command = {
   summary: 'claim due operations in a store and drive them to an honest end state',
   usage:
-    'readback reconcile [--actions <module>] [--store S] [--once] [--concurrency N] [--lease-ms N] [--json]',
+    'readback reconcile [--actions <module>] [--store S] [--once] [--concurrency N] [--lease-ms N] [--json]\n' +
+    '                          [--lease-clock database|caller] [--reconnect-retries N] [--reconnect-base-ms N]\n' +
+    '                          [--reconnect-max-ms N]',
   flags: {
     store: {
       type: 'string',
@@ -175,6 +265,25 @@ export const reconcileCommand: Command = {
         'lease length in ms, renewed every third of it while an operation is worked (default 60000)',
     },
     json: { type: 'boolean', description: 'print only the final report as JSON' },
+    'lease-clock': {
+      type: 'string',
+      description:
+        "postgres:// only: whose clock runs leases, 'database' (default: the server's, safe across skewed hosts) or 'caller' (this process's)",
+    },
+    'reconnect-retries': {
+      type: 'string',
+      description:
+        'postgres:// only: retries of a statement after a lost connection (default 10; 0 turns retrying off)',
+    },
+    'reconnect-base-ms': {
+      type: 'string',
+      description:
+        'postgres:// only: first backoff step in ms, doubled per retry with full jitter (default 100)',
+    },
+    'reconnect-max-ms': {
+      type: 'string',
+      description: 'postgres:// only: largest backoff step in ms (default 5000)',
+    },
   },
   run: (args, io) => runReconcile(args, io),
 };

@@ -34,6 +34,14 @@ export interface PostgresStoreOptions {
    * `query` takes only `(text, values)`.
    */
   namedStatements?: boolean;
+  /**
+   * Group commit (default true): the transitions called in one turn of the event loop (the writes a
+   * reconciler round or a `Promise.all` of runs makes together) are sent on the next macrotask, those of
+   * one shape as ONE statement that applies each transition's own compare-and-set and appends its event,
+   * so they share one round trip and one commit. Each call still resolves to exactly what it would alone,
+   * and only after the statement carrying it committed. `false` sends every transition by itself at once.
+   */
+  groupCommit?: boolean;
 }
 
 /**
@@ -68,6 +76,10 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
   if (typeof namedStatements !== 'boolean') {
     throw new ReadbackError('invalid_options', 'must be true or false', 'namedStatements');
   }
+  const groupCommit = source.groupCommit ?? true;
+  if (typeof groupCommit !== 'boolean') {
+    throw new ReadbackError('invalid_options', 'must be true or false', 'groupCommit');
+  }
   if (leaseClock !== 'database' && leaseClock !== 'caller') {
     throw new ReadbackError('invalid_options', "must be 'database' or 'caller'", 'leaseClock');
   }
@@ -90,6 +102,7 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
       tables,
       leaseClock,
       namedStatements,
+      groupCommit,
       label: `postgres store (schema ${schema})`,
     });
   }
@@ -132,6 +145,7 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     label: `postgres store (schema ${schema})`,
     leaseClock,
     namedStatements,
+    groupCommit,
     ...(retry ? { reconnect: retry } : {}),
   });
 }

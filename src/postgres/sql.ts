@@ -221,6 +221,75 @@ export function transitionSql(
     SELECT * FROM upd`;
 }
 
+/** The SQL type of each column a transition may write, for the values a batched transition unpacks. */
+function columnType(column: string): string {
+  if (JSON_COLUMNS.has(column)) return 'jsonb'; // sent as JSON text inside the batch, as alone
+  if (TIME_COLUMNS.has(column)) return 'bigint';
+  if (column === 'attempt' || column === 'reads') return 'integer';
+  return 'text';
+}
+
+/**
+ * Builds the batched form of `transitionSql` for one shape (the same columns and guards): many
+ * transitions of distinct operations in one statement, each with its own compare-and-set. Its one
+ * parameter, $1, is a JSON array holding each transition's `transitionSql` parameters as an array, in
+ * the same order ($2's `from` a nested array of names), so the text is fixed per shape and can be
+ * prepared once. Locks: the operation rows, taken in id order (so two batches never deadlock on each
+ * other) by a FOR NO KEY UPDATE sub-select, until commit. The rows returned are the transitions whose
+ * compare-and-set held, each with its event appended at its own next seq; the others changed nothing.
+ */
+export function transitionBatchSql(
+  t: Tables,
+  columns: readonly string[],
+  guard: { leaseToken: boolean; attempt: boolean },
+): string {
+  const fields: [name: string, type: string][] = [
+    ['id', 'text'],
+    ['from_lifecycles', 'jsonb'],
+    ['updated_at', 'bigint'],
+    ...columns.map((c, i): [string, string] => [`p${i}`, columnType(c)]),
+    ...(guard.leaseToken ? [['lease_token', 'text'] as [string, string]] : []),
+    ...(guard.attempt ? [['attempt', 'integer'] as [string, string]] : []),
+    ['e_schema_version', 'integer'],
+    ['e_at', 'bigint'],
+    ['e_type', 'text'],
+    ['e_status', 'text'],
+    ['e_actor', 'text'],
+    ['e_attempt', 'integer'],
+    ['e_detail', 'jsonb'],
+    ['e_write_id', 'text'],
+  ];
+  // ->> gives the element as text (SQL NULL for JSON null) and the cast parses it as a lone statement's
+  // parameter would be; `from` stays JSON, and `?` asks whether the row's lifecycle is one of its strings.
+  const unpack = fields.map(([name, type], i) =>
+    name === 'from_lifecycles' ? `x->${i} AS ${name}` : `(x->>${i})::${type} AS ${name}`,
+  );
+  const sets = columns.map((c, i) => `${c} = cur.p${i}`);
+  const where = ['o.id = cur.id', 'cur.from_lifecycles ? o.lifecycle', "o.lifecycle <> 'settled'"];
+  if (guard.leaseToken) where.push('o.lease_token = cur.lease_token');
+  if (guard.attempt) where.push('o.attempt = cur.attempt');
+  // cur carries each transition's values next to the row it locked, so the UPDATE joins one row per id.
+  return `WITH v AS (
+      SELECT ${unpack.join(', ')} FROM jsonb_array_elements($1::jsonb) AS x
+    ), cur AS (
+      SELECT v.*, o.lifecycle AS from_lifecycle FROM v JOIN ${t.operations} o ON o.id = v.id
+      ORDER BY o.id FOR NO KEY UPDATE OF o
+    ), upd AS (
+      UPDATE ${t.operations} o
+      SET ${[...sets, 'updated_at = cur.updated_at', 'event_seq = o.event_seq + 1'].join(', ')}
+      FROM cur
+      WHERE ${where.join(' AND ')}
+      RETURNING ${selectList('o.')}, o.event_seq, cur.from_lifecycle, cur.e_schema_version, cur.e_at, cur.e_type,
+        cur.e_status, cur.e_actor, cur.e_attempt, cur.e_detail, cur.e_write_id
+    ), ev AS (
+      INSERT INTO ${t.events} ${EVENT_INSERT}
+      SELECT id, event_seq, e_schema_version, e_at, e_type, from_lifecycle, lifecycle, e_status, e_actor,
+        e_attempt, e_detail, e_write_id
+      FROM upd
+    )
+    SELECT ${OPERATION_COLUMNS.join(', ')} FROM upd`;
+}
+
 /** Builds the list query for a filter (one snapshot read; no lock). Order matches the memory store: requestedAt, then id. */
 export function listSql(t: Tables, filter: ListFilter): { text: string; values: unknown[] } {
   const where: string[] = [];

@@ -28,9 +28,10 @@ import {
   type OperationStore,
   RECORD_SCHEMA_VERSION,
 } from '../store/types.js';
+import { transitionBatcher } from './batch.js';
 import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
 import { type ReconnectPolicy, withReconnect } from './retry.js';
-import { listSql, statementsFor, type Tables, transitionSql } from './sql.js';
+import { listSql, statementsFor, type Tables, transitionBatchSql, transitionSql } from './sql.js';
 
 const MAX_CACHED_TEXTS = 256;
 
@@ -51,6 +52,8 @@ export interface PgStoreBinding {
   reconnect?: ReconnectPolicy;
   /** Sends statements as pg named prepared statements (see `PostgresStoreOptions.namedStatements`); default false here. */
   namedStatements?: boolean;
+  /** Sends the transitions of one event-loop turn as one statement per shape (see `PostgresStoreOptions.groupCommit`); default false here. */
+  groupCommit?: boolean;
 }
 
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
@@ -83,18 +86,18 @@ export function createPostgresStore({
   leaseClock = 'database',
   reconnect,
   namedStatements = false,
+  groupCommit = false,
 }: PgStoreBinding): OperationStore {
   const sql = statementsFor(tables);
   // A transition's text depends only on its columns and guards, and the same few shapes repeat on every
   // action: build each once (and so hash it once for its statement name) rather than on every write.
   const transitionTexts = new Map<string, string>();
-  const transitionText = (columns: readonly string[], leaseToken: boolean, attempt: boolean) => {
-    const key = `${columns.join(',')}|${leaseToken ? 1 : 0}${attempt ? 1 : 0}`;
+  const cachedText = (key: string, build: () => string) => {
     let text = transitionTexts.get(key);
     if (text === undefined) {
       // Shapes are bounded by the code paths that write, but a caller's odd patches must not grow this forever.
       if (transitionTexts.size >= MAX_CACHED_TEXTS) transitionTexts.clear();
-      text = transitionSql(tables, columns, { leaseToken, attempt });
+      text = build();
       transitionTexts.set(key, text);
     }
     return text;
@@ -131,13 +134,15 @@ export function createPostgresStore({
 
   const once = async <Row>(text: string, values: unknown[]): Promise<Row[]> =>
     (await query(text, values)).rows as Row[];
+  const batcher = groupCommit ? transitionBatcher((text, values) => once(text, values)) : undefined;
   // Reads, claims and renewals: safe to run again after a connection error (see above).
   const rows = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
     withReconnect(reconnect, () => once<Row>(text, values));
 
   /**
    * Runs a write that appends an event tagged `writeId`, at most once even when a connection dies
-   * mid-commit. `found` turns the write's own event, once seen, into the call's answer.
+   * mid-commit. `found` turns the write's own event, once seen, into the call's answer. `first`, when
+   * given, makes the first try (a group commit); retries send `text` alone.
    */
   const writeOnce = <T>(
     text: string,
@@ -146,6 +151,7 @@ export function createPostgresStore({
     writeId: string,
     apply: (written: WrittenRow[]) => Promise<T>,
     found: (write: FoundWrite) => T,
+    first?: () => Promise<WrittenRow[]>,
   ): Promise<T> => {
     const lookUp = async () => {
       const [write] = await once<FoundWrite>(sql.selectWrite, [id, writeId]);
@@ -158,7 +164,7 @@ export function createPostgresStore({
       }
       let written: WrittenRow[];
       try {
-        written = await once<WrittenRow>(text, values);
+        written = !retry && first ? await first() : await once<WrittenRow>(text, values);
       } catch (error) {
         // The first try committed after the look-up above: this one was refused by the write-id index.
         if (retry && isUniqueViolation(error, 'events_write_id')) {
@@ -268,11 +274,24 @@ export function createPostgresStore({
       }
       if (from.length === 0) return null;
 
-      const text = transitionText(columns, guard.leaseToken !== undefined, guard.attempt !== undefined);
+      const shape = { leaseToken: guard.leaseToken !== undefined, attempt: guard.attempt !== undefined };
+      const key = `${columns.join(',')}|${shape.leaseToken ? 1 : 0}${shape.attempt ? 1 : 0}`;
+      const text = cachedText(key, () => transitionSql(tables, columns, shape));
       const params: unknown[] = [id, [...from], updatedAt ?? event.at, ...values];
       if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
       if (guard.attempt !== undefined) params.push(guard.attempt);
       params.push(...eventValues(event), randomUUID());
+      // A batch matches its rows back to callers by id as Postgres returns it, so only string ids ride in one.
+      const first =
+        batcher && typeof id === 'string'
+          ? () =>
+              batcher.enqueue({
+                key,
+                text,
+                batchText: () => cachedText(`batch|${key}`, () => transitionBatchSql(tables, columns, shape)),
+                params,
+              })
+          : undefined;
       // No row: the compare-and-set did not match (missing, wrong lifecycle, settled, lease or attempt moved on).
       // A write found after a lost connection answers with the record only while it is still the latest
       // change; otherwise null, and the caller re-reads as it does for any compare-and-set it lost.
@@ -283,6 +302,7 @@ export function createPostgresStore({
         params.at(-1) as string,
         async ([updated]) => (updated === undefined ? null : recordFromRow(updated)),
         (write) => (write.seq === write.event_seq ? recordFromRow(write) : null),
+        first,
       );
     },
 
@@ -345,6 +365,8 @@ export function createPostgresStore({
       // Closing twice is harmless, so shutdown paths need no bookkeeping of their own.
       if (closed) return;
       closed = true;
+      // Transitions called before close still commit, and their callers hear how it went.
+      await batcher?.drain();
       // Whoever created the pool ends it: a pool the caller passed in stays open.
       await end?.();
     },

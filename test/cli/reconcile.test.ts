@@ -2,14 +2,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import pg from 'pg';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CliIO } from '../../src/cli/args.js';
 import { collectActions, runReconcile } from '../../src/cli/reconcile.js';
 import { openStore } from '../../src/cli/store.js';
 import type { Action } from '../../src/contract/types.js';
+import { postgresStore } from '../../src/postgres/index.js';
 import { createRunner } from '../../src/runner/runner.js';
 import { memoryStore } from '../../src/store/memory.js';
 import type { OperationStore } from '../../src/store/types.js';
+import { dropSchemas, freshSchema, PG_URL, pgAvailable } from '../postgres/support.js';
 import { runCli } from './support.js';
 
 // Until src/sqlite/index.ts exists, `openStore` is pointed at memory stores registered by path.
@@ -19,6 +22,12 @@ const standIns = new Map<string, OperationStore>();
 vi.mock('../../src/cli/store.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/cli/store.js')>();
   return { ...real, openStore: vi.fn(real.openStore) };
+});
+
+// The real Postgres store, watched: the CLI's Postgres flags must reach it as options.
+vi.mock('../../src/postgres/index.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/postgres/index.js')>();
+  return { ...real, postgresStore: vi.fn(real.postgresStore) };
 });
 
 async function newStore(path: string): Promise<OperationStore> {
@@ -97,10 +106,13 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Seeds `count` pending accepted operations, then lets the provider deliver them (unless `deliver` is false). */
-async function seedPending(count: number, deliver = true): Promise<string[]> {
+/**
+ * Seeds `count` pending accepted operations (into `into`, else the SQLite file `db`), then lets the
+ * provider deliver them (unless `deliver` is false).
+ */
+async function seedPending(count: number, deliver = true, into?: OperationStore): Promise<string[]> {
   const mod = (await import(pathToFileURL(modulePath).href)) as { deliverNote: Action };
-  const store = await newStore(db);
+  const store = into ?? (await newStore(db));
   const runner = createRunner({ store, actions: [mod.deliverNote] });
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
@@ -108,7 +120,7 @@ async function seedPending(count: number, deliver = true): Promise<string[]> {
     expect(c).toMatchObject({ status: 'pending', nextAllowedAction: 'poll' });
     ids.push(c.operationId);
   }
-  if (HAS_SQLITE) await store.close();
+  if (HAS_SQLITE && into === undefined) await store.close();
   const state = join(dir, 'provider.json');
   if (deliver && existsSync(state)) {
     const delivered = Object.fromEntries(
@@ -159,6 +171,7 @@ describe('readback reconcile --once', () => {
       byStatus: { verified: 1, pending: 0, failed: 0, partial: 0, no_op: 0, unknown: 0 },
       unknownAction: 0,
       errors: 0,
+      leasesLost: 0,
     });
     expect(await record(id!)).toMatchObject({
       lifecycle: 'settled',
@@ -192,7 +205,7 @@ describe('readback reconcile --once', () => {
     expect(lines).toEqual([
       'reconcile: 1 round · 2 claimed · verified 2 · failed 0 · unknown 0 · pending 0',
       'reconcile: 2 rounds · 3 claimed · verified 3 · failed 0 · unknown 0 · pending 0',
-      'done: 2 rounds · 3 claimed · verified 3 · failed 0 · unknown 0 · pending 0',
+      'done: 2 rounds · 3 claimed · verified 3 · failed 0 · unknown 0 · pending 0 · leases lost 0',
     ]);
     expect(stdout).not.toContain('\r');
   });
@@ -207,7 +220,9 @@ describe('readback reconcile --once', () => {
       '\r\u001b[Kreconcile: 1 round · 2 claimed · verified 0 · failed 0 · unknown 0 · pending 2',
     );
     expect(
-      stdout.endsWith('\ndone: 1 round · 2 claimed · verified 0 · failed 0 · unknown 0 · pending 2\n'),
+      stdout.endsWith(
+        '\ndone: 1 round · 2 claimed · verified 0 · failed 0 · unknown 0 · pending 2 · leases lost 0\n',
+      ),
     ).toBe(true);
   });
 });
@@ -307,6 +322,210 @@ describe('readback reconcile: bad input', () => {
       const bad = await runCli(['reconcile', '--store', db, '--actions', modulePath, flag, 'lots']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain(`option '${flag}' needs a whole number ≥ 1; got 'lots'`);
+    }
+  });
+});
+
+// The deliver_note action, whose observe first hands the operation's lease to a "thief" (another
+// connection to the same file rewrites the token) and then outlasts a heartbeat, which finds it gone.
+const THIEF_MODULE = (dbPath: string) => `
+import { defineAction } from ${JSON.stringify(SRC('index.ts'))};
+import { schema } from ${JSON.stringify(SRC('testing/schema.ts'))};
+import { sqliteStore } from ${JSON.stringify(SRC('sqlite/index.ts'))};
+
+export const deliverNote = defineAction({
+  name: 'deliver_note',
+  description: 'Deliver a note; its lease is stolen mid-read.',
+  input: schema({ to: 'string' }),
+  target: (input) => 'note:' + input.to,
+  mode: 'accepted',
+  postcondition: 'The provider reports the note delivered.',
+  execute: () => { throw new Error('never executed by reconcile'); },
+  observe: async (input) => {
+    const thief = await sqliteStore({ path: ${JSON.stringify(dbPath)} });
+    const record = (await thief.list()).find((r) => r.target === 'note:' + input.to);
+    await thief.transition(record.id, ['accepted'], { leaseOwner: 'thief', leaseToken: 'stolen' }, {
+      at: Date.now(), type: 'stolen', from: null, to: null, status: null, actor: 'thief', attempt: record.attempt,
+    });
+    await thief.close();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    return { to: input.to, status: 'delivered' };
+  },
+  terminal: (m) => (m.status === 'delivered' ? 'succeeded' : 'running'),
+  expect: () => ({ status: 'delivered' }),
+  safeToRepeat: true,
+  poll: { initialDelayMs: 1, maxDelayMs: 1, jitter: 0, maxDurationMs: 600000, maxReads: 50 },
+});
+`;
+
+describe.skipIf(!HAS_SQLITE)('readback reconcile: leases lost', () => {
+  it('counts a heartbeat refused after another owner took the lease, in the JSON and the summary', async () => {
+    const [id] = await seedPending(1);
+    const thief = join(dir, 'thief.mjs');
+    writeFileSync(thief, THIEF_MODULE(db));
+    // 300 ms leases: a heartbeat every 100 ms, so at least one lands during the 400 ms read.
+    const args = ['reconcile', '--store', db, '--actions', thief, '--once', '--lease-ms', '300'];
+    const json = await runCli([...args, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      claimed: 1,
+      leasesLost: 1,
+      byStatus: { verified: 0, pending: 1 },
+    });
+    // The late write under the old token changed nothing: the thief still holds the record.
+    expect(await record(id!)).toMatchObject({ lifecycle: 'accepted', status: 'pending' });
+
+    // Once the stolen lease lapses the operation is claimable again, and is stolen again.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const human = await runCli(args);
+    expect(human.code).toBe(0);
+    expect(human.stdout.trimEnd().split('\n')).toEqual([
+      'reconcile: 1 round · 1 claimed · verified 0 · failed 0 · unknown 0 · pending 1 · leases lost 1',
+      'done: 1 round · 1 claimed · verified 0 · failed 0 · unknown 0 · pending 1 · leases lost 1',
+    ]);
+  });
+});
+
+describe('readback reconcile: Postgres store flags', () => {
+  it('refuses them for a SQLite store, and bad values, before connecting', async () => {
+    await seedPending(0);
+    const sqlite = await runCli([
+      'reconcile',
+      '--store',
+      db,
+      '--actions',
+      modulePath,
+      '--lease-clock',
+      'caller',
+    ]);
+    expect(sqlite.code).toBe(2);
+    expect(sqlite.stderr).toContain("option '--lease-clock' applies only to a postgres:// store");
+    const retriesOnSqlite = await runCli([
+      'reconcile',
+      '--store',
+      db,
+      '--actions',
+      modulePath,
+      '--reconnect-retries',
+      '3',
+    ]);
+    expect(retriesOnSqlite.code).toBe(2);
+    expect(retriesOnSqlite.stderr).toContain(
+      "option '--reconnect-retries' applies only to a postgres:// store",
+    );
+
+    const pgUrl = 'postgres://nowhere.invalid/db';
+    const cases: [string[], string][] = [
+      [
+        ['--lease-clock', 'sometimes'],
+        "option '--lease-clock' needs 'database' or 'caller'; got 'sometimes'",
+      ],
+      [['--reconnect-base-ms', '-1'], "option '--reconnect-base-ms' needs a whole number ≥ 0; got '-1'"],
+      [['--reconnect-max-ms', 'soon'], "option '--reconnect-max-ms' needs a whole number ≥ 0; got 'soon'"],
+      [
+        ['--reconnect-retries', '0', '--reconnect-max-ms', '10'],
+        "'--reconnect-retries 0' turns retrying off",
+      ],
+    ];
+    for (const [flags, message] of cases) {
+      const bad = await runCli(['reconcile', '--store', pgUrl, '--actions', modulePath, '--once', ...flags]);
+      expect(bad.code, flags.join(' ')).toBe(2);
+      expect(bad.stderr).toContain(message);
+    }
+  });
+});
+
+const pgUp = await pgAvailable();
+const pgSchemas = new Set<string>();
+afterAll(async () => {
+  if (pgUp && pgSchemas.size > 0) await dropSchemas(pgSchemas);
+});
+
+describe.skipIf(!pgUp)('readback reconcile: Postgres store flags against a real server', () => {
+  const HOUR = 3_600_000;
+  const LEASE_MS = 60_000;
+
+  /** Seeds one due operation in a fresh schema; returns the store URL and the schema. */
+  async function seeded() {
+    const schema = freshSchema();
+    pgSchemas.add(schema);
+    const store = await postgresStore({ connectionString: PG_URL, schema });
+    await seedPending(1, true, store);
+    await store.close();
+    return { url: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`, schema };
+  }
+
+  /** The lease expiry the reconcile's claim wrote, from its 'claimed' event. */
+  async function claimedExpiry(schema: string): Promise<number> {
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      const { rows } = await client.query(`SELECT detail FROM "${schema}".events WHERE type = 'claimed'`);
+      expect(rows).toHaveLength(1);
+      return Number(rows[0].detail.leaseExpiresAt);
+    } finally {
+      await client.end();
+    }
+  }
+
+  // This process's clock runs an hour ahead of the server's: only --lease-clock caller lets it set leases.
+  async function reconcileAhead(url: string, flags: string[]) {
+    const realNow = Date.now.bind(Date);
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + HOUR);
+    try {
+      const args = ['--actions', modulePath, '--once', '--json', '--lease-ms', String(LEASE_MS), ...flags];
+      return await runCli(['reconcile', '--store', url, ...args]);
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it('--lease-clock caller takes lease expiry from this process; the default takes the server clock', async () => {
+    const watched = vi.mocked(postgresStore);
+    for (const mode of ['caller', 'database'] as const) {
+      const { url, schema } = await seeded();
+      watched.mockClear();
+      const before = Date.now();
+      const run = await reconcileAhead(url, mode === 'caller' ? ['--lease-clock', 'caller'] : []);
+      const after = Date.now();
+      expect(run.code, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ claimed: 1, byStatus: { verified: 1 }, leasesLost: 0 });
+      const shift = mode === 'caller' ? HOUR : 0;
+      const expiry = await claimedExpiry(schema);
+      expect(expiry).toBeGreaterThanOrEqual(before + shift + LEASE_MS - 1_000);
+      expect(expiry).toBeLessThanOrEqual(after + shift + LEASE_MS + 1_000);
+      expect(watched).toHaveBeenCalledTimes(1);
+      expect(watched.mock.calls[0]![0]).toMatchObject(mode === 'caller' ? { leaseClock: 'caller' } : {});
+      if (mode === 'database') expect(watched.mock.calls[0]![0]).not.toHaveProperty('leaseClock');
+    }
+  });
+
+  it('passes --reconnect-* on as the store reconnect policy, and 0 retries as none', async () => {
+    const watched = vi.mocked(postgresStore);
+    const runs: [string[], unknown][] = [
+      [
+        ['--reconnect-retries', '2', '--reconnect-base-ms', '5', '--reconnect-max-ms', '50'],
+        { retries: 2, baseMs: 5, maxMs: 50 },
+      ],
+      [['--reconnect-max-ms', '50'], { maxMs: 50 }],
+      [['--reconnect-retries', '0'], false],
+    ];
+    for (const [flags, reconnect] of runs) {
+      const { url } = await seeded();
+      watched.mockClear();
+      const run = await runCli([
+        'reconcile',
+        '--store',
+        url,
+        '--actions',
+        modulePath,
+        '--once',
+        '--json',
+        ...flags,
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ claimed: 1, byStatus: { verified: 1 } });
+      expect(watched.mock.calls[0]![0]).toMatchObject({ reconnect });
     }
   });
 });
