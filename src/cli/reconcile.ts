@@ -5,26 +5,14 @@ import { isAction } from '../contract/define.js';
 import type { AnyAction } from '../contract/types.js';
 import type { ReconcileReport } from '../runner/reconcile.js';
 import { createRunner } from '../runner/runner.js';
-import type { OperationStore } from '../store/types.js';
 import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
 import { demoActions, isDemoStore } from './demo-state.js';
 import { CommandError, intFlag, stringFlag } from './format.js';
-import { DEFAULT_STORE, openStore, parsePostgresSpec, redact } from './store.js';
+import { DEFAULT_STORE, openStore, type PostgresOpenOptions } from './store.js';
 
 /** The Postgres store options `reconcile` takes as flags (see `PostgresStoreOptions`). */
-interface PostgresFlags {
-  leaseClock?: 'database' | 'caller';
-  reconnect?: { retries?: number; baseMs?: number; maxMs?: number } | false;
-}
+type PostgresFlags = PostgresOpenOptions;
 
-interface PostgresModule {
-  postgresStore(
-    options: { connectionString: string; schema?: string } & PostgresFlags,
-  ): Promise<OperationStore>;
-}
-
-// A variable specifier, as in store.ts: pg loads only for a postgres:// store.
-const POSTGRES_MODULE = '../postgres/index.js';
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 const POSTGRES_FLAGS = ['lease-clock', 'reconnect-retries', 'reconnect-base-ms', 'reconnect-max-ms'] as const;
 
@@ -65,30 +53,6 @@ export function postgresFlags(
     };
   }
   return options;
-}
-
-/** Opens the store as `openStore` does, passing Postgres-only options on when flags gave some. */
-async function openReconcileStore(spec: string, pg: PostgresFlags | undefined): Promise<OperationStore> {
-  if (pg === undefined) return openStore(spec);
-  const { connectionString, schema } = parsePostgresSpec(spec);
-  let mod: PostgresModule;
-  try {
-    mod = (await import(POSTGRES_MODULE)) as PostgresModule;
-  } catch (error) {
-    throw new CommandError(`could not load the Postgres store: ${errorText(error)}`);
-  }
-  try {
-    return await mod.postgresStore({ connectionString, ...(schema !== undefined ? { schema } : {}), ...pg });
-  } catch (error) {
-    // pg's messages may quote the URL; never echo a password.
-    throw new CommandError(
-      `could not open store ${redact(spec)}: ${errorText(error).split(spec).join(redact(spec))}`,
-    );
-  }
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Installs a stop handler and returns its remover; the default listens for SIGINT and SIGTERM. */
@@ -190,7 +154,7 @@ export async function runReconcile(
 
   // Without --actions on the demo's own store, the built-in demo actions settle what the demo left pending.
   const actions = modulePath === undefined ? demoActions(storeSpec) : await loadActions(modulePath);
-  const store = await openReconcileStore(storeSpec, pgOptions);
+  const store = await openStore(storeSpec, pgOptions ? { postgres: pgOptions } : {});
   const controller = new AbortController();
   const removeStop = onStop(() => controller.abort());
   const tty = io.stdout.isTTY === true;

@@ -11,6 +11,14 @@ export const DEFAULT_STORE = '.readback/demo.db';
 export interface OpenStoreOptions {
   /** Create the database file when it does not exist (default false: a typo must not yield an empty store). */
   create?: boolean;
+  /** Options passed on to `postgresStore` for a `postgres://` store (lease clock, reconnect); ignored for SQLite. */
+  postgres?: PostgresOpenOptions;
+}
+
+/** The `postgresStore` options the CLI can set from flags (see `PostgresStoreOptions`). */
+export interface PostgresOpenOptions {
+  leaseClock?: 'database' | 'caller';
+  reconnect?: { retries?: number; baseMs?: number; maxMs?: number } | false;
 }
 
 interface SqliteModule {
@@ -18,7 +26,9 @@ interface SqliteModule {
 }
 
 interface PostgresModule {
-  postgresStore(options: { connectionString: string; schema?: string }): Promise<OperationStore>;
+  postgresStore(
+    options: { connectionString: string; schema?: string } & PostgresOpenOptions,
+  ): Promise<OperationStore>;
 }
 
 // A variable specifier: the SQLite store (and better-sqlite3 behind it) loads only when a command needs it,
@@ -80,7 +90,7 @@ export function redact(spec: string): string {
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<OperationStore> {
   if (spec.trim() === '') throw new UsageError("option '--store' needs a path");
-  if (POSTGRES_URL.test(spec)) return openPostgres(spec);
+  if (POSTGRES_URL.test(spec)) return openPostgres(spec, options.postgres ?? {});
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
     throw new UsageError(
       `unsupported store '${redact(spec)}'; pass a SQLite file path or a postgres:// URL to --store`,
@@ -108,7 +118,7 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   }
 }
 
-async function openPostgres(spec: string): Promise<OperationStore> {
+async function openPostgres(spec: string, extra: PostgresOpenOptions): Promise<OperationStore> {
   const { connectionString, schema } = parsePostgresSpec(spec);
   let mod: PostgresModule;
   try {
@@ -117,7 +127,11 @@ async function openPostgres(spec: string): Promise<OperationStore> {
     throw new CommandError(`could not load the Postgres store: ${errorText(error)}`);
   }
   try {
-    return await mod.postgresStore({ connectionString, ...(schema !== undefined ? { schema } : {}) });
+    return await mod.postgresStore({
+      connectionString,
+      ...(schema !== undefined ? { schema } : {}),
+      ...extra,
+    });
   } catch (error) {
     // pg's messages may quote the URL; never echo a password.
     throw new CommandError(`could not open store ${redact(spec)}: ${redactAll(errorText(error), spec)}`);
