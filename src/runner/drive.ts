@@ -425,20 +425,36 @@ export class Drive extends RecordWriter {
     );
   }
 
-  /** The context for one step; `signal` is a getter so a step's AbortController is built only if used. */
-  private stepContext = (signal: () => AbortSignal = () => this.run.signal): StepContext => {
+  /**
+   * The context for one step. Given a lazy `signal` (a step under a deadline), `ctx.signal` is a getter so
+   * the step's AbortController is built only if used; otherwise it is the run's signal as a plain field,
+   * because a literal with a getter costs several times more to build and most contexts need none.
+   */
+  private stepContext = (signal?: () => AbortSignal): StepContext => {
     const r = this.record;
-    const ctx: StepContext = {
-      runId: r.runId,
-      scope: r.scope,
-      get signal() {
-        return signal();
-      },
-      operationId: r.id,
-      idempotencyKey: r.idempotencyKey,
-      attempt: r.attempt,
-      startedAt: new Date(r.executedAt ?? r.requestedAt),
-    };
+    const startedAt = new Date(r.executedAt ?? r.requestedAt);
+    const ctx: StepContext =
+      signal === undefined
+        ? {
+            runId: r.runId,
+            scope: r.scope,
+            signal: this.run.signal,
+            operationId: r.id,
+            idempotencyKey: r.idempotencyKey,
+            attempt: r.attempt,
+            startedAt,
+          }
+        : {
+            runId: r.runId,
+            scope: r.scope,
+            get signal() {
+              return signal();
+            },
+            operationId: r.id,
+            idempotencyKey: r.idempotencyKey,
+            attempt: r.attempt,
+            startedAt,
+          };
     if (r.actor) ctx.actor = r.actor;
     if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
     return ctx;

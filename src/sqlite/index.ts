@@ -33,11 +33,13 @@ export interface SqliteStoreOptions {
    * the COMMIT, so nothing is acknowledged before it is durable, and results are exactly those of
    * running the writes one after another in call order.
    *
-   * The trade: every write waits for one event-loop turn (`setImmediate`) before it runs, and a
-   * write that arrives with many others waits for the whole batch's SQL and its single sync. On its
-   * own a write pays a few microseconds more; under concurrency each pays up to one batch's commit
-   * time, while the store does many times more durable writes per second (see BENCHMARKS.md).
-   * `false` commits each write inside the call, one transaction (and one sync) per write.
+   * The trade: a write waits for one event-loop turn (`setImmediate`) before it runs, and a write
+   * that arrives with many others waits for the whole batch's SQL and its single sync. Under
+   * concurrency each pays up to one batch's commit time, while the store does many times more durable
+   * writes per second (see BENCHMARKS.md). A lone writer does not wait: when the last transaction held
+   * a single write, for the same operation or for one it ended, the next commits inside the call, so
+   * one action at a time costs what `false` costs. `false` commits each write inside the call, one
+   * transaction (and one sync) per write.
    */
   groupCommit?: boolean;
 }

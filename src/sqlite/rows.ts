@@ -2,6 +2,7 @@ import type { Completion, Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import type { Lifecycle, NewEvent, OperationEvent, OperationRecord, RecordPatch } from '../store/types.js';
 import type { SqliteValue } from './driver.js';
+import { OPERATION_COLUMN_NAMES } from './sql.js';
 
 /** A row of `readback_operations` as the driver returns it. */
 export interface OperationRow {
@@ -138,6 +139,21 @@ export function recordFromRow(row: OperationRow): OperationRecord {
   };
 }
 
+/**
+ * The record a row made from `recordParams(record)` holds, built without reading it back: its JSON
+ * fields are decoded from the very text bound, so the result shares no object with the caller's and
+ * keeps exactly what JSON kept, as a read of the row would. Takes over `record`.
+ */
+export function storedRecord(record: OperationRecord, params: readonly SqliteValue[]): OperationRecord {
+  record.scope = fromJson(params[SCOPE_PARAM] as string) as Record<string, string>;
+  record.input = fromJson(params[INPUT_PARAM] as string | null);
+  // A new record's other JSON fields are null, and null needs no copy.
+  return record;
+}
+
+const SCOPE_PARAM = OPERATION_COLUMN_NAMES.indexOf('scope');
+const INPUT_PARAM = OPERATION_COLUMN_NAMES.indexOf('input');
+
 /** The INSERT parameters for a new record, in `INSERT_OPERATION`'s column order. */
 export function recordParams(r: OperationRecord): SqliteValue[] {
   return [
@@ -171,12 +187,20 @@ export function recordParams(r: OperationRecord): SqliteValue[] {
   ];
 }
 
-/** Turns a patch into column assignments, skipping undefined ("not given") and unknown keys. */
-export function patchAssignments(patch: RecordPatch): { columns: string[]; values: SqliteValue[] } {
+/**
+ * Turns a patch into column assignments, skipping undefined ("not given") and unknown keys, and the
+ * field named by `omit` (which the caller binds itself).
+ */
+export function patchAssignments(
+  patch: RecordPatch,
+  omit?: keyof RecordPatch,
+): { columns: string[]; values: SqliteValue[] } {
   const columns: string[] = [];
   const values: SqliteValue[] = [];
-  for (const [field, value] of Object.entries(patch)) {
-    if (value === undefined || !Object.hasOwn(PATCH_COLUMNS, field)) continue;
+  // Object.keys and indexed reads rather than Object.entries: no pair array per field, on every write.
+  for (const field of Object.keys(patch)) {
+    const value = (patch as Record<string, unknown>)[field];
+    if (value === undefined || field === omit || !Object.hasOwn(PATCH_COLUMNS, field)) continue;
     const spec = PATCH_COLUMNS[field as keyof typeof PATCH_COLUMNS];
     if (value === null && spec.notNull) {
       throw new ReadbackError('invalid_options', 'must not be null', `patch.${field}`);

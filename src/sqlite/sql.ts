@@ -26,6 +26,9 @@ const OPERATION_COLUMNS = `id, schema_version, action, target, scope, fingerprin
   accepted_at, last_observed_at, next_poll_at, reads, provider_ref, baseline, completion, lease_owner,
   lease_token, lease_expires_at`;
 
+/** The operation columns in table (and `recordParams`) order. */
+export const OPERATION_COLUMN_NAMES: readonly string[] = OPERATION_COLUMNS.split(',').map((c) => c.trim());
+
 /** Reads one operation by id (snapshot read; inside reserve/transition it runs under the write lock). */
 export const SELECT_BY_ID = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE id = ?`;
 
@@ -36,16 +39,18 @@ export const SELECT_BY_ID = `SELECT ${OPERATION_COLUMNS} FROM readback_operation
 export const SELECT_IDENTITY = `SELECT id, schema_version, idempotency_key, fingerprint, lifecycle
   FROM readback_operations WHERE id = ?`;
 
+/**
+ * Reads only the lifecycle a transition moves from, for the event's `from` when the compare-and-set
+ * allows several; runs under the write lock, so the UPDATE that follows sees the same row.
+ */
+export const SELECT_LIFECYCLE = 'SELECT lifecycle FROM readback_operations WHERE id = ?';
+
 /** Reads one operation by idempotency key through the unique index (snapshot read, or under the write lock in reserve). */
 export const SELECT_BY_KEY = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE idempotency_key = ?`;
 
 /** Inserts a reserved operation; runs under the write lock after reserve found neither its key nor its id. */
 export const INSERT_OPERATION = `INSERT INTO readback_operations (${OPERATION_COLUMNS})
   VALUES (${placeholders(OPERATION_COLUMNS.split(',').length)})`;
-
-/** INSERT_OPERATION returning the stored row, so reserve answers with what SQLite kept without a second read. */
-export const INSERT_OPERATION_RETURNING = `${INSERT_OPERATION}
-  RETURNING ${OPERATION_COLUMNS}`;
 
 /**
  * Builds the compare-and-set UPDATE for a transition: it writes `columns` only when the row is
@@ -55,13 +60,45 @@ export const INSERT_OPERATION_RETURNING = `${INSERT_OPERATION}
  * (checkAttempt, attempt), where a check flag of 0 leaves that guard out.
  */
 export function updateOperationSql(columns: readonly string[], fromCount: number): string {
-  // Column names come only from PATCH_COLUMNS (rows.ts), never from a caller's data.
-  const sets = [...columns.map((c) => `${c} = ?`), 'updated_at = ?'];
-  return `UPDATE readback_operations SET ${sets.join(', ')}
+  // Built once per shape and found again through a trie keyed by the column names (constants, so their
+  // hashes are cached): a transition runs on every step of every action, and building this text (then
+  // hashing it for the statement cache) each time was a measurable part of a fast action's cost.
+  // Odd callers can order patch keys any way they like, so bound the trie rather than let it grow forever.
+  if (shapeCount >= 1024) {
+    updateShapes = { next: new Map(), sql: [] };
+    shapeCount = 0;
+  }
+  let node = updateShapes;
+  for (const column of columns) {
+    let child = node.next.get(column);
+    if (child === undefined) {
+      child = { next: new Map(), sql: [] };
+      node.next.set(column, child);
+    }
+    node = child;
+  }
+  let sql = node.sql[fromCount];
+  if (sql === undefined) {
+    // Column names come only from PATCH_COLUMNS (rows.ts), never from a caller's data.
+    const sets = [...columns.map((c) => `${c} = ?`), 'updated_at = ?'];
+    sql = `UPDATE readback_operations SET ${sets.join(', ')}
     WHERE id = ? AND lifecycle IN (${placeholders(fromCount)}) AND lifecycle <> 'settled'
       AND (? = 0 OR lease_token IS ?) AND (? = 0 OR attempt IS ?)
     RETURNING ${OPERATION_COLUMNS}`;
+    node.sql[fromCount] = sql;
+    shapeCount++;
+  }
+  return sql;
 }
+
+interface ShapeNode {
+  next: Map<string, ShapeNode>;
+  /** The statement for this column list, by the number of lifecycles it may move from. */
+  sql: string[];
+}
+
+let updateShapes: ShapeNode = { next: new Map(), sql: [] };
+let shapeCount = 0;
 
 /** Appends one event with seq = the operation's next position; runs under the write lock, so no two writers get one seq. */
 export const INSERT_EVENT = `INSERT INTO readback_events

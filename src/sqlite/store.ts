@@ -30,6 +30,7 @@ import {
   patchAssignments,
   recordFromRow,
   recordParams,
+  storedRecord,
 } from './rows.js';
 import { rollbackQuietly } from './schema.js';
 import {
@@ -37,7 +38,7 @@ import {
   CLAIM_ONE,
   COMMIT,
   INSERT_EVENT,
-  INSERT_OPERATION_RETURNING,
+  INSERT_OPERATION,
   listSql,
   RELEASE,
   RENEW_LEASE,
@@ -48,6 +49,7 @@ import {
   SELECT_DUE,
   SELECT_EVENTS,
   SELECT_IDENTITY,
+  SELECT_LIFECYCLE,
   updateOperationSql,
 } from './sql.js';
 
@@ -68,6 +70,14 @@ interface PendingWrite {
   body: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** The one operation the write is for (reserve, transition), so the store can tell a lone writer. */
+  solo?: SoloWrite;
+}
+
+/** Names a write's operation and says, from its result, whether the write ended (settled) it. */
+interface SoloWrite {
+  id: string;
+  ends: (value: unknown) => boolean;
 }
 
 /** What SELECT_IDENTITY returns. */
@@ -81,6 +91,10 @@ interface IdentityRow {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+const reserveEnded = (value: unknown) =>
+  (value as { record: OperationRecord }).record.lifecycle === 'settled';
+const transitionEnded = (value: unknown) => (value as OperationRecord | null)?.lifecycle === 'settled';
+
 /**
  * The `OperationStore` over a prepared SQLite connection. Both drivers are synchronous, so SQL on
  * one connection never interleaves; writes take BEGIN IMMEDIATE so calls from other connections and
@@ -88,8 +102,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  *
  * Group commit (the default): a write (`reserve`, `transition`, `claimDue`) is queued, and one flush
  * on the next macrotask (`setImmediate`) runs every queued write in a single transaction, each in its
- * own SAVEPOINT, in the order they were called. A write that throws is rolled back to its savepoint and
- * rejects alone; the others see exactly what sequential execution in queue order gives them. Nothing
+ * own SAVEPOINT, in the order they were called (a lone writer, see `lone`, is flushed at once). A
+ * write that throws is rolled back to its savepoint and rejects alone; the others see exactly what sequential execution in queue order gives them. Nothing
  * resolves before the COMMIT returns, so an acknowledged write is as durable as `durability` promises;
  * if BEGIN or COMMIT fails, every write of that batch rejects and none of them is on disk.
  */
@@ -140,6 +154,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
 
   let queue: PendingWrite[] = [];
   let flushScheduled = false;
+  // What the last transaction tells about concurrency: when it held one write, the operation it was for
+  // and whether that write ended it. Undefined after a batch of several writes or a claim.
+  let lastAlone: { id: string; ended: boolean } | undefined;
 
   // Runs every queued write in one transaction. Synchronous from BEGIN to the last settle, so no read
   // or write of this connection can land in the middle of a batch.
@@ -191,6 +208,11 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       for (const write of batch) write.reject(error);
       return;
     }
+    const only = batch.length === 1 ? batch[0]! : undefined;
+    lastAlone =
+      only?.solo && outcomes[0]!.ok
+        ? { id: only.solo.id, ended: only.solo.ends((outcomes[0] as { value: unknown }).value) }
+        : undefined;
     // Only now, after COMMIT returned, is any write acknowledged.
     batch.forEach((write, i) => {
       const outcome = outcomes[i]!;
@@ -199,10 +221,34 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     });
   };
 
-  const write = <T>(body: () => T): Promise<T> => {
+  // A lone writer — the last transaction held one write, for this same operation or for one that it
+  // ended — commits at once instead of waiting a macrotask for company: a sequential caller (one action
+  // at a time, its reserve, executing and settle writes) has none coming, and the wait cost it more than
+  // the SQL. Concurrent operations interleave their writes (or arrive together and batch), which breaks
+  // the chain, so from then on they queue and batch as before.
+  const lone = (solo: SoloWrite | undefined): boolean =>
+    solo !== undefined &&
+    lastAlone !== undefined &&
+    queue.length === 0 &&
+    !flushScheduled &&
+    (lastAlone.id === solo.id || lastAlone.ended);
+
+  const write = <T>(body: () => T, solo?: SoloWrite): Promise<T> => {
     if (!groupCommit) return Promise.resolve(writeNow(body));
+    if (lone(solo)) {
+      // A batch of one, committed inside the call (what groupCommit: false does), and still lone after.
+      let value: T;
+      try {
+        value = writeNow(body);
+      } catch (error) {
+        lastAlone = undefined;
+        return Promise.reject(error);
+      }
+      lastAlone = { id: solo!.id, ended: solo!.ends(value) };
+      return Promise.resolve(value);
+    }
     return new Promise<T>((resolve, reject) => {
-      queue.push({ body, resolve: resolve as (value: unknown) => void, reject });
+      queue.push({ body, resolve: resolve as (value: unknown) => void, reject, solo });
       if (!flushScheduled) {
         flushScheduled = true;
         setImmediate(flush);
@@ -230,9 +276,12 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       requireEvent(event);
 
       // Records are never deleted, so a key found without the lock is final: a repeated request
-      // (the common retry) answers from a snapshot read and never waits for the writer.
+      // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
       // Only with no write queued, though: a queued transition of that record must show in the answer.
-      if (queue.length === 0) {
+      // A lone writer skips it: its write runs at once (waiting only if another process holds the
+      // write lock) and checks the key first anyway.
+      const solo = { id: op.id, ends: reserveEnded };
+      if (queue.length === 0 && !lone(solo)) {
         const known = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
         if (known !== undefined) return { record: recordFromRow(known), created: false };
       }
@@ -249,65 +298,84 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           );
         }
         const record = newRecord(op);
-        // Answer with the row SQLite stored rather than echo the caller's objects: the result is then
-        // a copy by construction and shows exactly what JSON kept.
-        const stored = stmt(INSERT_OPERATION_RETURNING).get(...recordParams(record)) as OperationRow;
+        const params = recordParams(record);
+        stmt(INSERT_OPERATION).run(...params);
         appendEvent(record, event, null, 'requested');
-        return { record: recordFromRow(stored), created: true };
-      });
+        // Answer with what the row holds, rebuilt from the values just bound rather than read back
+        // (materializing a 27-column row costs more than the INSERT): a copy by construction, whose
+        // JSON fields show exactly what JSON kept, never the caller's own objects.
+        return { record: storedRecord(record, params), created: true };
+      }, solo);
     },
 
     async transition(id, from, patch, event, guard = {}) {
       open('transition');
       requireEvent(event);
       requireKnownLifecycle(patch);
-      const { updatedAt, ...rest } = patch;
-      const { columns, values } = patchAssignments(rest);
+      const { columns, values } = patchAssignments(patch, 'updatedAt');
+      const updatedAt = patch.updatedAt ?? event.at;
 
-      return write(() => {
-        // Read under the write lock: the identity check and the event's `from` need the current row,
-        // and nothing can change it between this read and the UPDATE below.
-        const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
-        if (row === undefined) return null;
-        const current = {
-          id: row.id,
-          schemaVersion: Number(row.schema_version),
-          idempotencyKey: row.idempotency_key,
-          fingerprint: row.fingerprint,
-          lifecycle: row.lifecycle as Lifecycle,
-        };
-        // The type forbids identity fields, but a spread record can still carry them at run time.
-        for (const field of IDENTITY_FIELDS) {
-          const value = (patch as Partial<OperationRecord>)[field];
-          if (value !== undefined && value !== current[field]) {
-            throw new ReadbackError(
-              'store_conflict',
-              `a transition cannot change ${field}`,
-              `patch.${field}`,
-            );
+      // A spread record can carry identity fields at run time although the type forbids them; only
+      // then does the transition need the stored identity before its UPDATE.
+      let checksIdentity = false;
+      for (const field of IDENTITY_FIELDS) {
+        if ((patch as Partial<OperationRecord>)[field] !== undefined) checksIdentity = true;
+      }
+
+      return write(
+        () => {
+          // The event's `from` is the lifecycle the UPDATE moved from. With one allowed lifecycle a match
+          // proves it; with several (or an identity check) it is read first, under the write lock, so
+          // nothing can change the row between this read and the UPDATE below.
+          let was: Lifecycle | undefined = from.length === 1 ? from[0] : undefined;
+          if (checksIdentity) {
+            const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
+            if (row === undefined) return null;
+            const current = {
+              id: row.id,
+              schemaVersion: Number(row.schema_version),
+              idempotencyKey: row.idempotency_key,
+              fingerprint: row.fingerprint,
+            };
+            for (const field of IDENTITY_FIELDS) {
+              const value = (patch as Partial<OperationRecord>)[field];
+              if (value !== undefined && value !== current[field]) {
+                throw new ReadbackError(
+                  'store_conflict',
+                  `a transition cannot change ${field}`,
+                  `patch.${field}`,
+                );
+              }
+            }
+            was = row.lifecycle as Lifecycle;
+          } else if (was === undefined && from.length > 0) {
+            const row = stmt(SELECT_LIFECYCLE).get(id) as { lifecycle: string } | undefined;
+            if (row === undefined) return null;
+            was = row.lifecycle as Lifecycle;
           }
-        }
-        if (from.length === 0) return null;
+          if (from.length === 0) return null;
 
-        const params: SqliteValue[] = [
-          ...values,
-          updatedAt ?? event.at,
-          id,
-          ...from,
-          guard.leaseToken === undefined ? 0 : 1,
-          guard.leaseToken ?? null,
-          guard.attempt === undefined ? 0 : 1,
-          guard.attempt ?? null,
-        ];
-        const updated = stmt(updateOperationSql(columns, from.length)).get(...params) as
-          | OperationRow
-          | undefined;
-        // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
-        if (updated === undefined) return null;
-        const next = recordFromRow(updated);
-        appendEvent(next, event, current.lifecycle, next.lifecycle);
-        return next;
-      });
+          const params: SqliteValue[] = [
+            ...values,
+            updatedAt,
+            id,
+            ...from,
+            guard.leaseToken === undefined ? 0 : 1,
+            guard.leaseToken ?? null,
+            guard.attempt === undefined ? 0 : 1,
+            guard.attempt ?? null,
+          ];
+          const updated = stmt(updateOperationSql(columns, from.length)).get(...params) as
+            | OperationRow
+            | undefined;
+          // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
+          if (updated === undefined) return null;
+          const next = recordFromRow(updated);
+          appendEvent(next, event, was!, next.lifecycle);
+          return next;
+        },
+        { id, ends: transitionEnded },
+      );
     },
 
     async get(id) {

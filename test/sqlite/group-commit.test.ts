@@ -246,6 +246,63 @@ describe('sqliteStore group commit', () => {
     db.close();
   });
 
+  it('a lone writer commits at once: one operation at a time never waits a turn for company', async () => {
+    const path = freshPath();
+    const { db, store, state } = await open(true, path);
+    // A fresh store has seen no writer yet, so its first write waits for company as before.
+    const first = store.reserve(newOp(1), ev('reserved'));
+    expect(state.commits).toBe(0);
+    await first;
+    expect(state.commits).toBe(1);
+    // The same operation's next writes follow alone: each is committed before the call returns.
+    const moved = store.transition('op-1', ['requested'], { lifecycle: 'executing' }, ev('x', T0 + 1));
+    expect(state.commits).toBe(2);
+    expect((await moved)?.lifecycle).toBe('executing');
+    const settled = store.transition(
+      'op-1',
+      ['executing'],
+      { lifecycle: 'settled', status: 'verified' },
+      ev('settled', T0 + 2),
+    );
+    expect(state.commits).toBe(3);
+    expect((await settled)?.lifecycle).toBe('settled');
+    // The operation ended, so the next one's reserve is a lone writer too; a retry of it as well.
+    const next = store.reserve(newOp(2), ev('reserved', T0 + 3));
+    expect(state.commits).toBe(4);
+    expect((await next).created).toBe(true);
+    // Everything a lone write acknowledged is committed and readable from another connection.
+    const other = await openHandle(path);
+    expect(other.prepare('SELECT COUNT(*) AS n FROM readback_events').get()).toEqual({ n: 4 });
+    other.close();
+    await store.close();
+    db.close();
+  });
+
+  it('operations in flight together still share commits, even when their writes arrive one by one', async () => {
+    const { db, store, state } = await open();
+    await store.reserve(newOp(1), ev('reserved'));
+    // op-1 is still open: a write for another operation is not a lone writer, so it waits for company.
+    const second = store.reserve(newOp(2), ev('reserved'));
+    expect(state.commits).toBe(1);
+    await second;
+    expect(state.commits).toBe(2);
+    // Both open, writing in the same turn: one commit for the two.
+    const moved = await Promise.all(
+      [1, 2].map((i) =>
+        store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing' }, ev('x', T0 + 1)),
+      ),
+    );
+    expect(moved.map((r) => r?.lifecycle)).toEqual(['executing', 'executing']);
+    expect(state.commits).toBe(3);
+    // After a batch of several, even the same operation's next write waits for company.
+    const after = store.transition('op-2', ['executing'], { reads: 1 }, ev('obs', T0 + 2));
+    expect(state.commits).toBe(3);
+    await after;
+    expect(state.commits).toBe(4);
+    await store.close();
+    db.close();
+  });
+
   it('close commits the writes already called, and their callers hear so', async () => {
     const { db, store } = await open();
     const pending = store.reserve(newOp(1), ev('reserved'));
