@@ -170,10 +170,14 @@ export class Drive extends RecordWriter {
 
     let raw: unknown;
     try {
-      const call = () =>
-        withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
-          action.execute(this.record.input, this.stepContext(signal)),
-        );
+      // A live tool under shadow runs as long as it always did: readback's deadline would turn a slow
+      // success into an error the agent never used to see. Only the caller's own signal applies.
+      const call = this.shadow
+        ? async () => action.execute(this.record.input, this.stepContext())
+        : () =>
+            withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
+              action.execute(this.record.input, this.stepContext(signal)),
+            );
       raw = await (this.run.trace ? this.run.trace.execute(this.record, call) : call());
       this.shadow?.returned(raw);
     } catch (error) {

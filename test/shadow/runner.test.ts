@@ -69,6 +69,24 @@ describe('shadow mode: the live tool is unchanged', () => {
     expect(record?.completion?.shadow).toEqual({ claimed: 'error', status: 'verified', agrees: false });
   });
 
+  it("readback's execute deadline does not apply: a live tool slower than executeTimeoutMs still returns its own result", async () => {
+    const { hd, runner } = setup({ shadow: true });
+    const slow = defineAction({
+      ...hd.actions.updateTicket,
+      name: 'slow_update_ticket',
+      executeTimeoutMs: 1_000,
+      async execute(input, stepCtx) {
+        await hd.clock.sleep(5_000);
+        return hd.actions.updateTicket.execute(input, stepCtx);
+      },
+    });
+    // The fake clock runs sleepers in deadline order: readback's 1 s deadline would fire before the 5 s call.
+    const shadow = await runner.shadow(slow, { id: 'T-104', status: 'resolved' }, ctx);
+    expect(shadow.result).toMatchObject({ ok: true });
+    expect((await hd.tickets.get('T-104'))?.status).toBe('resolved');
+    expect(shadow.completion.shadow).toEqual({ claimed: 'success', status: 'verified', agrees: true });
+  });
+
   it('a thrown error whose write never lands stays undecided, then agrees once absence is proven, and is never repeated', async () => {
     const { hd, runner } = setup({ shadow: true });
     hd.ledger.faults.failNextWrite = true;
