@@ -408,6 +408,37 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   }
 
   const actionNamed = (name: string) => registry.get(name);
+
+  // A reviewer's decision is part of the run record: traced as a `review` call whose permission event
+  // names the decision, then its state transition and the completion it formed.
+  async function review(
+    operationId: string,
+    verdict: 'approved' | 'rejected',
+    decision: ReviewDecision,
+  ): Promise<Completion> {
+    const decide = () => recordDecision(store, actionNamed, operationId, verdict, decision, clock.now());
+    const record = tracer ? await store.get(operationId) : null;
+    const known = record ? registry.get(record.action) : undefined;
+    if (!tracer || !record || !known || record.lifecycle !== 'awaiting_approval') return decide();
+    const by = typeof decision?.by === 'string' ? decision.by : undefined;
+    const t = tracer.begin(
+      known,
+      { runId: record.runId, entry: 'review', scope: record.scope, ...(by ? { actor: by } : {}) },
+      record,
+    );
+    const done = decide().then((completion) => {
+      const note = typeof decision.note === 'string' && decision.note !== '' ? `: ${decision.note}` : '';
+      t.permission(true, verdict === 'rejected' ? `rejected by ${by}${note}` : undefined);
+      const lifecycle = verdict === 'approved' ? 'requested' : 'settled';
+      t.transition(verdict, 'awaiting_approval', {
+        ...record,
+        lifecycle,
+        status: verdict === 'approved' ? record.status : completion.status,
+      });
+      return completion;
+    });
+    return traced(t, done);
+  }
   return {
     store,
     clock,
@@ -417,8 +448,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     register,
     action: actionNamed,
     inShadow: (action) => isShadowed(runnerShadow, action),
-    approve: (id, decision) => recordDecision(store, actionNamed, id, 'approved', decision, clock.now()),
-    reject: (id, decision) => recordDecision(store, actionNamed, id, 'rejected', decision, clock.now()),
+    approve: (id, decision) => review(id, 'approved', decision),
+    reject: (id, decision) => review(id, 'rejected', decision),
     reconcile: (options) => reconcileLoop(env, actionNamed, options),
   };
 }

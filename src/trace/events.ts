@@ -20,7 +20,7 @@ export const TRACE_FORMAT_VERSION = 1;
 export type ClaimedOutcome = 'success' | 'failure' | 'accepted' | 'rejected' | 'error' | 'none';
 
 /** How a run entered the runner: an agent's tool call, a poll of an open operation, or a reconciler pass. */
-export type TraceEntry = 'run' | 'poll' | 'reconcile';
+export type TraceEntry = 'run' | 'poll' | 'reconcile' | 'review';
 
 /** Which read an `observe` event records. */
 export type ReadPhase = 'baseline' | 'verify' | 'in_doubt' | 'poll';
