@@ -44,29 +44,34 @@ function counted(pool) {
   return wrapper;
 }
 
-/** `runner.run` of a committed action on a Map target: `batches` × `width` actions, `width` at a time. */
-async function runnerLoop(pool, batches, width) {
+/**
+ * `runner.run` of a committed action on a Map target. A system runs one batch at a time (`batch(names)`,
+ * all at once), so the per-action loops can interleave batch by batch; `finish()` checks the database.
+ */
+async function runnerSystem(pool) {
   const schema = freshSchema('runner');
   const db = counted(pool);
   const store = await postgresStore({ pool: db, schema });
   const runner = createRunner({ store });
   const action = committedAction();
   let verified = 0;
+  let actions = 0;
   db.queries = 0;
-  const start = process.hrtime.bigint();
-  for (let b = 0; b < batches; b++) {
-    const done = await Promise.all(
-      Array.from({ length: width }, (_, i) =>
-        runner.run(action, { id: `r${b}-${i}`, status: 'done' }, { runId: 'bench' }),
-      ),
-    );
-    verified += done.filter((c) => c.status === 'verified').length;
-  }
-  const rate = (batches * width) / (Number(process.hrtime.bigint() - start) / 1e9);
-  const queries = db.queries;
-  await store.close();
-  await checkAndDrop(pool, schema, batches * width, verified, 'runner');
-  return { rate, queriesPerAction: queries / (batches * width) };
+  return {
+    async batch(names) {
+      const done = await Promise.all(
+        names.map((name) => runner.run(action, { id: name, status: 'done' }, { runId: 'bench' })),
+      );
+      verified += done.filter((c) => c.status === 'verified').length;
+      actions += names.length;
+    },
+    async finish() {
+      const queries = db.queries;
+      await store.close();
+      await checkAndDrop(pool, schema, actions, verified, 'runner');
+      return { queriesPerAction: queries / actions };
+    },
+  };
 }
 
 // A completion of the shape and size the runner stores for this action (taken from a real run).
@@ -78,7 +83,7 @@ let completionTemplate;
  * values of the runner's shape (random UUID ids, SHA-256 fingerprints, its completion and event detail),
  * and the target's write and read in between. No validation, records, JSON parsing or checks.
  */
-async function handLoop(pool, batches, width) {
+async function handSystem(pool) {
   const schema = freshSchema('hand');
   await (await postgresStore({ pool, schema })).close();
   const t = tablesIn(schema);
@@ -147,14 +152,44 @@ async function handLoop(pool, batches, width) {
     return settled.rowCount === 1;
   };
   let verified = 0;
-  const start = process.hrtime.bigint();
+  let actions = 0;
+  return {
+    async batch(names) {
+      const done = await Promise.all(names.map(one));
+      verified += done.filter(Boolean).length;
+      actions += names.length;
+    },
+    async finish() {
+      await checkAndDrop(pool, schema, actions, verified, 'hand');
+      return {};
+    },
+  };
+}
+
+/**
+ * Runs `batches` batches of `width` actions through the runner and by hand, interleaved batch by batch
+ * (which goes first alternates), timing each system's own batches only: a slow spell of the machine or the
+ * disk then hits both alike, where back-to-back loops let it land on one.
+ */
+async function sideBySide(pool, batches, width, round) {
+  const systems = [
+    { name: 'runner', system: await runnerSystem(pool), ns: 0n },
+    { name: 'hand', system: await handSystem(pool), ns: 0n },
+  ];
   for (let b = 0; b < batches; b++) {
-    const done = await Promise.all(Array.from({ length: width }, (_, i) => one(`r${b}-${i}`)));
-    verified += done.filter(Boolean).length;
+    const order = (b + round) % 2 === 0 ? systems : [systems[1], systems[0]];
+    for (const s of order) {
+      const names = Array.from({ length: width }, (_, i) => `${s.name}-${b}-${i}`);
+      const start = process.hrtime.bigint();
+      await s.system.batch(names);
+      s.ns += process.hrtime.bigint() - start;
+    }
   }
-  const rate = (batches * width) / (Number(process.hrtime.bigint() - start) / 1e9);
-  await checkAndDrop(pool, schema, batches * width, verified, 'hand');
-  return { rate };
+  const [runner, hand] = systems;
+  const { queriesPerAction } = await runner.system.finish();
+  await hand.system.finish();
+  const rate = (ns) => (batches * width) / (Number(ns) / 1e9);
+  return { runner: rate(runner.ns), hand: rate(hand.ns), queriesPerAction };
 }
 
 /** The highest $n placeholder in a statement: how many parameters it takes. */
@@ -201,8 +236,7 @@ async function perAction() {
     );
     await store.close();
     await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
-    await runnerLoop(pool, 200, 1);
-    await handLoop(pool, 200, 1);
+    await sideBySide(pool, 200, 1, 0);
 
     const shapes = [
       { label: 'sequential (one at a time)', batches: SEQ_OPS, width: 1 },
@@ -212,15 +246,11 @@ async function perAction() {
     for (const shape of shapes) {
       const r = { ...shape, runner: [], hand: [], ratios: [], queries: 0 };
       for (let round = 0; round < ROUNDS; round++) {
-        // Alternate which loop goes first, so a slow spell does not always land on the same one.
-        const first = round % 2 === 0;
-        const h1 = first ? null : await handLoop(pool, shape.batches, shape.width);
-        const a = await runnerLoop(pool, shape.batches, shape.width);
-        const h = h1 ?? (await handLoop(pool, shape.batches, shape.width));
-        r.runner.push(a.rate);
-        r.hand.push(h.rate);
-        r.ratios.push(a.rate / h.rate);
-        r.queries = a.queriesPerAction;
+        const m = await sideBySide(pool, shape.batches, shape.width, round);
+        r.runner.push(m.runner);
+        r.hand.push(m.hand);
+        r.ratios.push(m.runner / m.hand);
+        r.queries = m.queriesPerAction;
       }
       results.push(r);
     }
