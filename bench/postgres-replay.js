@@ -109,14 +109,20 @@ async function replay({ merged, prepared }) {
   return elapsed;
 }
 
-/** The raw SKIP LOCKED loop: claim a batch, settle each row with one UPDATE. */
-async function raw({ prepared }) {
+/** A fresh raw queue of OPS due jobs, vacuumed and analysed, for the raw loops. */
+async function freshRawQueue() {
   const schema = 'bench_replay_raw';
   const sql = rawQueueSql(schema);
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   for (const statement of sql.create) await admin.query(statement);
   await admin.query(sql.seed, [OPS, Date.now()]);
   await admin.query(`VACUUM ANALYZE "${schema}".jobs`);
+  return { schema, sql };
+}
+
+/** The raw SKIP LOCKED loop: claim a batch, settle each row with one UPDATE. */
+async function raw({ prepared }) {
+  const { schema, sql } = await freshRawQueue();
   const q = send(prepared);
   let done = 0;
   const start = mark();
@@ -134,12 +140,7 @@ async function raw({ prepared }) {
 
 /** The raw loop settling each claimed batch with one UPDATE (the floor). */
 async function rawBatch() {
-  const schema = 'bench_replay_raw';
-  const sql = rawQueueSql(schema);
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  for (const statement of sql.create) await admin.query(statement);
-  await admin.query(sql.seed, [OPS, Date.now()]);
-  await admin.query(`VACUUM ANALYZE "${schema}".jobs`);
+  const { schema, sql } = await freshRawQueue();
   const q = send(true);
   let done = 0;
   const start = mark();
