@@ -1,0 +1,91 @@
+import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import { toCompletion } from './outcome.js';
+import { describeError } from './readback.js';
+
+// The checks and derivations `runner.run` makes of one call before anything is reserved: the context's
+// shape, the authorization policy, the idempotency key, and the completion of a key reused for another intent.
+
+/** The fields of `from` that are set, for copying optional facts without writing `undefined`. */
+export function pick<T extends object, K extends keyof T>(from: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
+  return out;
+}
+
+/** The completion of a call whose idempotency key was already used for a different intent. */
+export function conflict(action: AnyAction, target: string, key: string, operationId: string): Completion {
+  return toCompletion(
+    {
+      status: 'failed',
+      target,
+      operationId,
+      idempotencyKey: key,
+      attempt: 0,
+      nothingExecuted: true,
+      errorCode: 'idempotency_conflict',
+      reason: `idempotency key "${key}" was already used for a different request (operation ${operationId})`,
+    },
+    action,
+  );
+}
+
+/** Throws `invalid_context` (misuse) for a run context readback cannot use. */
+export function checkContext(ctx: RunContext): void {
+  if (typeof ctx !== 'object' || ctx === null) {
+    throw new ReadbackError('invalid_context', 'expected a run context object', 'ctx');
+  }
+  if (typeof ctx.runId !== 'string' || ctx.runId === '') {
+    throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.runId');
+  }
+  for (const [key, value] of Object.entries(ctx.scope ?? {})) {
+    if (typeof value !== 'string')
+      throw new ReadbackError('invalid_context', 'scope values must be strings', `ctx.scope.${key}`);
+  }
+  if (
+    ctx.idempotencyKey !== undefined &&
+    (typeof ctx.idempotencyKey !== 'string' || ctx.idempotencyKey === '')
+  ) {
+    throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.idempotencyKey');
+  }
+}
+
+/** The reason the action's policy denies this call, or undefined when allowed; a failing policy denies. */
+export async function authorize<I>(
+  // biome-ignore lint/suspicious/noExplicitAny: only the input type matters here.
+  action: Action<I, any>,
+  input: I,
+  ctx: RunContext,
+): Promise<string | undefined> {
+  if (!action.authorize) return undefined;
+  try {
+    const result = await action.authorize(input, ctx);
+    if (result === true || (typeof result === 'object' && result !== null && result.allowed === true))
+      return undefined;
+    if (typeof result === 'object' && result !== null && 'reason' in result) return result.reason;
+    return 'the authorization policy denied this call';
+  } catch (error) {
+    // Fail closed: a broken policy must not let the call through.
+    return `the authorization policy failed: ${describeError(error)}`;
+  }
+}
+
+/** The call's idempotency key: the action's own, the caller's, or run + action + intent; undefined if unusable. */
+export function idempotencyKeyFor<I>(
+  // biome-ignore lint/suspicious/noExplicitAny: only the input type matters here.
+  action: Action<I, any>,
+  input: I,
+  ctx: RunContext,
+  fingerprint: string,
+): string | undefined {
+  if (action.idempotencyKey) {
+    try {
+      const key = action.idempotencyKey(input, ctx);
+      return typeof key === 'string' && key !== '' ? key : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  // By default the same call repeated within one run is one operation; another run is a new request.
+  return ctx.idempotencyKey ?? `${ctx.runId}:${action.name}:${fingerprint.slice(0, 32)}`;
+}
