@@ -23,7 +23,7 @@ export type { ReconcileOptions, ReconcileReport } from './runner/reconcile.js';
 export type { PollOptions, Runner, RunnerOptions, RunOptions } from './runner/runner.js';
 export { createRunner } from './runner/runner.js';
 export type { ShadowResult } from './runner/shadow.js';
-export type { CallFacts, TraceOptions } from './runner/trace.js';
+export type { CallFacts, TraceOptions } from './runner/tracer.js';
 export type { StandardSchemaV1 } from './schema.js';
 export { memoryStore } from './store/memory.js';
 export type * from './store/types.js';

@@ -11,7 +11,8 @@ import type {
 import { type Outcome, toCompletion } from './outcome.js';
 import type { Reading } from './readback.js';
 import { isShadowRecord, ShadowState } from './shadow.js';
-import type { RunTrace, Tracer } from './trace.js';
+import type { RunTrace } from './trace.js';
+import type { Tracer } from './tracer.js';
 
 /** What every operation drive shares with its runner. */
 export interface DriveEnv {

@@ -15,7 +15,8 @@ import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
 import { isShadowed, isShadowKey, type ShadowResult, ShadowState, shadowKey } from './shadow.js';
 import { NEVER_ABORTED } from './timeout.js';
-import { type RunTrace, type TraceOptions, Tracer } from './trace.js';
+import type { RunTrace } from './trace.js';
+import { type TraceOptions, Tracer } from './tracer.js';
 
 // How long a reserved record may sit in `requested` (its baseline read runs then) before a reconciler
 // treats its run as dead; a live run that is merely slow still wins, because its move to executing is a CAS.

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { hashOf } from '../../src/canonical.js';
 import { createRunner, memoryStore, TRACE_FORMAT_VERSION, type TraceEvent } from '../../src/index.js';
-import { Tracer } from '../../src/runner/trace.js';
+import { Tracer } from '../../src/runner/tracer.js';
 import { createHelpdesk } from '../../src/testing/index.js';
 import { ctx, ofType, sha256OfCanonical, tracedSetup } from './support.js';
 

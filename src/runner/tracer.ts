@@ -1,0 +1,113 @@
+import type { Clock } from '../clock.js';
+import type { Mode } from '../contract/types.js';
+import type { OperationRecord } from '../store/types.js';
+import type { TraceEntry, TraceEvent, TraceSink } from '../trace/events.js';
+import { createRedactor, type RedactionOptions, type Redactor } from '../trace/redact.js';
+import { describeError } from './readback.js';
+import { RunTrace } from './trace.js';
+
+/** The run record settings of `createRunner({ trace })`. */
+export interface TraceOptions {
+  /** Where events go; with none, nothing is built at all. */
+  sinks: TraceSink[];
+  /** Redaction applied to every event before any sink sees it; built-in rules are on by default. */
+  redaction?: RedactionOptions;
+  /** Put the (redacted) validated arguments in `tool.selected`; by default only their hash is recorded. */
+  recordArguments?: boolean;
+  /** Put the (redacted) raw execute result in `execute.finished` (default true); its hash is always kept. */
+  recordResults?: boolean;
+  /** Says whether a raw result that returned normally claims success; the default reads `ok`/`success`/`error`/`status`. */
+  claimOf?: (raw: unknown) => 'success' | 'failure';
+  /** Called when a sink throws or rejects; the run itself is never affected. Defaults to one warning per sink. */
+  onSinkError?: (error: unknown, event: TraceEvent) => void;
+}
+
+/** Per-call facts recorded in `run.started`. */
+export interface CallFacts {
+  runId: string;
+  entry: TraceEntry;
+  turn?: number;
+  tenant?: string;
+  actor?: string;
+  environment?: string;
+  scope?: Record<string, string>;
+  toolsExposed?: string[];
+  toolCallId?: string;
+}
+
+/** Builds and dispatches trace events for one runner; `begin` opens one call's record. */
+export class Tracer {
+  readonly redactor: Redactor;
+  private readonly warned = new Set<TraceSink>();
+  private callSeq = 0;
+  private readonly callPrefix = `call_${Math.random().toString(36).slice(2, 10)}_`;
+  private lastMs = Number.NaN;
+  private lastIso = '';
+
+  /** The event types some sink uses, or null when one of them takes every type. */
+  readonly wanted: ReadonlySet<string> | null;
+
+  constructor(
+    readonly options: TraceOptions,
+    readonly clock: Clock,
+  ) {
+    this.redactor = createRedactor(options.redaction);
+    const lists = options.sinks.map((sink) => sink.types);
+    this.wanted = lists.every((types) => types !== undefined)
+      ? new Set(lists.flatMap((types) => [...(types as ReadonlySet<string>)]))
+      : null;
+  }
+
+  /** Starts the record of one call (of an existing operation, for polls and reconciles) and emits `run.started`. */
+  begin(action: { name: string; mode: Mode }, facts: CallFacts, record?: OperationRecord): RunTrace {
+    const callId = facts.toolCallId ?? `${this.callPrefix}${++this.callSeq}`;
+    const trace = new RunTrace(this, action.name, facts.runId, callId);
+    if (record) trace.attach(record);
+    trace.started(action.mode, facts);
+    return trace;
+  }
+
+  /** The clock's time as ISO 8601. */
+  isoNow(): string {
+    return this.isoOf(this.clock.now());
+  }
+
+  /** A time in ms as ISO 8601; events in the same millisecond share one string (formatting costs ~0.3 µs). */
+  isoOf(ms: number): string {
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastIso = new Date(ms).toISOString();
+    }
+    return this.lastIso;
+  }
+
+  /** Hands one event to every sink; a failing sink is reported, never allowed to disturb the run. */
+  dispatch(event: TraceEvent): void {
+    const sinks = this.options.sinks;
+    for (let i = 0; i < sinks.length; i++) {
+      const sink = sinks[i]!;
+      if (sink.types && !sink.types.has(event.type)) continue;
+      try {
+        const pending = sink.write(event);
+        if (pending && typeof pending.then === 'function')
+          pending.then(undefined, (e) => this.sinkError(e, event, sink));
+      } catch (error) {
+        this.sinkError(error, event, sink);
+      }
+    }
+  }
+
+  private sinkError(error: unknown, event: TraceEvent, sink: TraceSink): void {
+    if (this.options.onSinkError) {
+      try {
+        this.options.onSinkError(error, event);
+      } catch {
+        // An error handler that throws has nowhere left to report to.
+      }
+      return;
+    }
+    if (this.warned.has(sink)) return;
+    this.warned.add(sink);
+    process.emitWarning(`readback trace sink failed: ${describeError(error)}`, 'ReadbackTraceWarning');
+  }
+}
