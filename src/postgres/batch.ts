@@ -43,8 +43,29 @@ export function transitionBatcher(send: Send) {
   let queue: Waiting[] = [];
   let scheduled: ReturnType<typeof setImmediate> | undefined;
   const inFlight = new Set<Promise<void>>();
+  // What the last flush tells about concurrency: when it sent one transition, that operation and whether
+  // the transition settled it. Undefined after a flush of several, or a failure.
+  let lastAlone: { id: unknown; ended: boolean } | undefined;
 
+  const noteAlone = (id: unknown, rows: TransitionRow[]) => {
+    lastAlone = { id, ended: rows[0]?.lifecycle === 'settled' };
+  };
   const alone = (t: Waiting) => send(t.text, t.params).then(t.resolve, t.reject);
+  const track = (done: Promise<void>) => {
+    inFlight.add(done);
+    done.finally(() => inFlight.delete(done));
+  };
+
+  // A lone writer (the last flush held one transition, of this operation or of one it settled, and
+  // nothing is queued or in flight) sends at once instead of waiting a macrotask for company: a caller
+  // running one action at a time has none coming. Concurrent operations break the chain (their writes
+  // interleave or arrive together), and from then on they queue and batch.
+  const lone = (id: unknown): boolean =>
+    lastAlone !== undefined &&
+    queue.length === 0 &&
+    scheduled === undefined &&
+    inFlight.size === 0 &&
+    (lastAlone.id === id || lastAlone.ended);
 
   const sendWave = async (wave: Waiting[]): Promise<void> => {
     if (wave.length === 1) return alone(wave[0]!);
@@ -93,6 +114,21 @@ export function transitionBatcher(send: Send) {
     scheduled = undefined;
     const batch = queue;
     queue = [];
+    lastAlone = undefined;
+    if (batch.length === 1) {
+      const only = batch[0]!;
+      const id = only.params[0];
+      track(
+        send(only.text, only.params).then(
+          (rows) => {
+            noteAlone(id, rows);
+            only.resolve(rows);
+          },
+          (error: unknown) => only.reject(error),
+        ),
+      );
+      return;
+    }
     const shapes = new Map<string, Waiting[]>();
     for (const t of batch) {
       const group = shapes.get(t.key);
@@ -100,19 +136,34 @@ export function transitionBatcher(send: Send) {
       else group.push(t);
     }
     for (const group of shapes.values()) {
-      const done: Promise<void> = sendShape(group)
-        // Only a bug lands here; whoever is still waiting hears of it rather than hanging.
-        .catch((error: unknown) => {
-          for (const t of group) t.reject(error);
-        })
-        .finally(() => inFlight.delete(done));
-      inFlight.add(done);
+      track(
+        sendShape(group)
+          // Only a bug lands here; whoever is still waiting hears of it rather than hanging.
+          .catch((error: unknown) => {
+            for (const t of group) t.reject(error);
+          }),
+      );
     }
   };
 
   return {
     /** Queues a transition for the next group commit; resolves to the rows its single statement would return. */
     enqueue(t: QueuedTransition): Promise<TransitionRow[]> {
+      const id = t.params[0];
+      if (lone(id)) {
+        lastAlone = undefined;
+        const sent = send(t.text, t.params).then((rows) => {
+          noteAlone(id, rows);
+          return rows;
+        });
+        track(
+          sent.then(
+            () => undefined,
+            () => undefined,
+          ),
+        );
+        return sent;
+      }
       return new Promise<TransitionRow[]>((resolve, reject) => {
         queue.push({ ...t, resolve, reject });
         scheduled ??= setImmediate(flush);

@@ -182,16 +182,20 @@ export function createPostgresStore({
     });
   };
 
-  const eventValues = (event: NewEvent): unknown[] => [
-    RECORD_SCHEMA_VERSION,
-    event.at,
-    event.type,
-    event.status ?? null,
-    event.actor ?? null,
-    event.attempt,
-    // SQL NULL for "absent", so a given `null` (JSON 'null') still reads back as given.
-    event.detail === undefined ? null : (JSON.stringify(event.detail) ?? null),
-  ];
+  // Appends an event's columns to a statement's parameters, in the order the statements bind them.
+  const pushEventValues = (params: unknown[], event: NewEvent): unknown[] => {
+    params.push(
+      RECORD_SCHEMA_VERSION,
+      event.at,
+      event.type,
+      event.status ?? null,
+      event.actor ?? null,
+      event.attempt,
+      // SQL NULL for "absent", so a given `null` (JSON 'null') still reads back as given.
+      event.detail === undefined ? null : (JSON.stringify(event.detail) ?? null),
+    );
+    return params;
+  };
 
   const byKey = async (key: string) => {
     const [row] = await rows<OperationRow>(sql.selectByKey, [key]);
@@ -207,7 +211,8 @@ export function createPostgresStore({
       requireEvent(event);
 
       const record = newRecord(op);
-      const values = [...recordParams(record), ...eventValues(event), randomUUID()];
+      const values = pushEventValues(recordParams(record), event);
+      values.push(randomUUID());
       let inserted: OperationRow[];
       try {
         // Our own seq-1 event means the record is ours; otherwise ON CONFLICT found someone else's key.
@@ -247,12 +252,14 @@ export function createPostgresStore({
       open('transition');
       requireEvent(event);
       requireKnownLifecycle(patch);
-      const { updatedAt, ...rest } = patch;
-      const { columns, values } = patchAssignments(rest);
+      const { columns, values } = patchAssignments(patch, 'updatedAt');
 
       // The type forbids identity fields, but a spread record can still carry them at run time. They
       // never change once written, so checking them with a snapshot read before the UPDATE is exact.
-      const carried = IDENTITY_FIELDS.filter((f) => (patch as Partial<OperationRecord>)[f] !== undefined);
+      const carried: (typeof IDENTITY_FIELDS)[number][] = [];
+      for (const field of IDENTITY_FIELDS) {
+        if ((patch as Partial<OperationRecord>)[field] !== undefined) carried.push(field);
+      }
       if (carried.length > 0) {
         const [row] = await rows<Record<string, unknown>>(sql.selectIdentity, [id]);
         if (row === undefined) return null;
@@ -277,10 +284,12 @@ export function createPostgresStore({
       const shape = { leaseToken: guard.leaseToken !== undefined, attempt: guard.attempt !== undefined };
       const key = `${columns.join(',')}|${shape.leaseToken ? 1 : 0}${shape.attempt ? 1 : 0}`;
       const text = cachedText(key, () => transitionSql(tables, columns, shape));
-      const params: unknown[] = [id, [...from], updatedAt ?? event.at, ...values];
+      const params: unknown[] = values;
+      params.unshift(id, from.slice(), patch.updatedAt ?? event.at);
       if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
       if (guard.attempt !== undefined) params.push(guard.attempt);
-      params.push(...eventValues(event), randomUUID());
+      pushEventValues(params, event);
+      params.push(randomUUID());
       // A batch matches its rows back to callers by id as Postgres returns it, so only string ids ride in one.
       const first =
         batcher && typeof id === 'string'

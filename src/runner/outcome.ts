@@ -98,6 +98,8 @@ export function safeToRepeat(outcome: Outcome, action: AnyAction): RepeatSafety 
 
 /** Forms the completion, including the status-bound message. */
 export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
+  // Built field by field in the order the completion's JSON shows them (optional ones only when set),
+  // then given its message: one object, where spreading a draft into the result made three per call.
   const draft: CompletionDraft = {
     status: outcome.status,
     action: action.name,
@@ -107,14 +109,16 @@ export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
     attempt: outcome.attempt,
     postcondition: action.postcondition,
     mode: action.mode,
-    ...(outcome.observedAt !== undefined ? { observedAt: new Date(outcome.observedAt).toISOString() } : {}),
-    ...(outcome.evidence ? { evidence: outcome.evidence } : {}),
-    checks: outcome.checks ?? [],
-    ...(outcome.units ? { units: outcome.units } : {}),
-    ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}),
-    ...(outcome.reason ? { reason: outcome.reason } : {}),
-    nextAllowedAction: nextAllowedAction(outcome, action),
-    safeToRepeat: safeToRepeat(outcome, action),
-  };
-  return { ...draft, message: formMessage(draft, action.messages).message };
+  } as CompletionDraft;
+  if (outcome.observedAt !== undefined) draft.observedAt = new Date(outcome.observedAt).toISOString();
+  if (outcome.evidence) draft.evidence = outcome.evidence;
+  draft.checks = outcome.checks ?? [];
+  if (outcome.units) draft.units = outcome.units;
+  if (outcome.errorCode) draft.errorCode = outcome.errorCode;
+  if (outcome.reason) draft.reason = outcome.reason;
+  draft.nextAllowedAction = nextAllowedAction(outcome, action);
+  draft.safeToRepeat = safeToRepeat(outcome, action);
+  const completion = draft as Completion;
+  completion.message = formMessage(draft, action.messages).message;
+  return completion;
 }

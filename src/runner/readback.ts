@@ -1,4 +1,4 @@
-import { toPlain, UnusableValue } from '../canonical.js';
+import { requirePlain, UnusableValue } from '../canonical.js';
 import type { Clock } from '../clock.js';
 import { type Evaluation, evaluate, InvalidExpectation } from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
@@ -49,7 +49,7 @@ export async function readOnce(
   if (observed === null || observed === undefined) return { kind: 'absent', at };
   try {
     // Refuse observations we could not record faithfully: evidence must be storable data.
-    toPlain(observed);
+    requirePlain(observed);
     const terminal = action.terminal ? action.terminal(observed) : undefined;
     if (action.terminal && !['running', 'succeeded', 'failed'].includes(terminal as string)) {
       return {
@@ -92,7 +92,7 @@ export async function readBaseline(
     const value = await withDeadline(clock, 'before', action.verifyTimeoutMs, ctx.signal, (signal) =>
       before(input, makeCtx(signal)),
     );
-    if (value !== null && value !== undefined) toPlain(value);
+    if (value !== null && value !== undefined) requirePlain(value);
     return { ok: true, value: value ?? null };
   } catch (error) {
     if (error instanceof UnusableValue) {

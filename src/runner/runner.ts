@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { intentFingerprint, UnusableValue } from '../canonical.js';
+import { canonicalJson, fingerprintOf, hashText, intentFingerprint, UnusableValue } from '../canonical.js';
 import { type Clock, systemClock } from '../clock.js';
 import { isAction } from '../contract/define.js';
 import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
@@ -240,18 +240,34 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       t?.selected(true, input);
       return early({ status: 'failed', errorCode: 'invalid_target', reason: describeError(error) });
     }
-    t?.selected(true, input, { target });
+    // The intent is fingerprinted as selected, before authorization; the trace's argument hash is the
+    // SHA-256 of the same canonical text of the input, so it is written once.
+    let fingerprint: string | undefined;
+    let argsHash: string | null = null;
+    try {
+      const inputJson = input === undefined ? undefined : canonicalJson(input);
+      fingerprint = fingerprintOf(action.name, target, inputJson, scope);
+      argsHash = hashText(inputJson ?? 'null');
+    } catch {
+      // Reported after the permission step, as the copying path words it (see below).
+    }
+    t?.selected(true, input, { target, argsHash });
     // A live tool under shadow runs as it did before readback: no authorization gate of readback's own.
     const denial = shadowState ? undefined : await authorize(action, input, ctx);
     t?.permission(action.authorize !== undefined, denial);
     if (denial) return early({ status: 'failed', errorCode: 'not_authorized', reason: denial }, target);
-
-    let fingerprint: string;
-    try {
-      fingerprint = intentFingerprint({ action: action.name, target, input, scope });
-    } catch (error) {
-      const reason =
-        error instanceof UnusableValue ? `input is not plain data (${error.message})` : describeError(error);
+    if (fingerprint === undefined) {
+      let reason: string;
+      try {
+        // Throws again, naming where in the intent (input.…) the value could not be recorded.
+        fingerprint = intentFingerprint({ action: action.name, target, input, scope });
+        reason = 'input is not plain data';
+      } catch (error) {
+        reason =
+          error instanceof UnusableValue
+            ? `input is not plain data (${error.message})`
+            : describeError(error);
+      }
       return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
     }
     // Shadow calls are never joined or deduplicated: the live tool runs every time it did before.

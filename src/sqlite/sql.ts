@@ -48,9 +48,13 @@ export const SELECT_LIFECYCLE = 'SELECT lifecycle FROM readback_operations WHERE
 /** Reads one operation by idempotency key through the unique index (snapshot read, or under the write lock in reserve). */
 export const SELECT_BY_KEY = `SELECT ${OPERATION_COLUMNS} FROM readback_operations WHERE idempotency_key = ?`;
 
-/** Inserts a reserved operation; runs under the write lock after reserve found neither its key nor its id. */
+/**
+ * Inserts a reserved operation under the write lock, or does nothing when its idempotency key is taken
+ * (0 changes); an id taken under another key still fails, on the primary key.
+ */
 export const INSERT_OPERATION = `INSERT INTO readback_operations (${OPERATION_COLUMNS})
-  VALUES (${placeholders(OPERATION_COLUMNS.split(',').length)})`;
+  VALUES (${placeholders(OPERATION_COLUMNS.split(',').length)})
+  ON CONFLICT (idempotency_key) DO NOTHING`;
 
 /**
  * Builds the compare-and-set UPDATE for a transition: it writes `columns` only when the row is

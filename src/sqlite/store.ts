@@ -279,7 +279,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
       // Only with no write queued, though: a queued transition of that record must show in the answer.
       // A lone writer skips it: its write runs at once (waiting only if another process holds the
-      // write lock) and checks the key first anyway.
+      // write lock), and its INSERT checks the key anyway.
       const solo = { id: op.id, ends: reserveEnded };
       if (queue.length === 0 && !lone(solo)) {
         const known = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
@@ -287,19 +287,36 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       }
 
       return write(() => {
-        // Checked again under the write lock: another connection may have reserved the key since.
-        const existing = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
-        if (existing !== undefined) return { record: recordFromRow(existing), created: false };
-        if (rowById(op.id) !== undefined) {
+        // The key is checked by the INSERT itself, under the write lock (another connection may have
+        // reserved it since the snapshot read above): no change means it is taken, and it is final.
+        const record = newRecord(op);
+        const params = recordParams(record);
+        let changes: number | bigint;
+        try {
+          changes = stmt(INSERT_OPERATION).run(...params).changes;
+        } catch (error) {
+          // The id is taken: by this same key (a repeat) or by another (a conflict). Anything else,
+          // or a read that fails too, surfaces as the INSERT's own error.
+          let taken: { record: OperationRecord; created: false } | 'id' | undefined;
+          try {
+            const existing = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
+            if (existing !== undefined) taken = { record: recordFromRow(existing), created: false };
+            else if (rowById(op.id) !== undefined) taken = 'id';
+          } catch {
+            throw error;
+          }
+          if (taken === undefined) throw error;
+          if (taken !== 'id') return taken;
           throw new ReadbackError(
             'store_conflict',
             `operation ${op.id} already exists under a different idempotency key`,
             'op.id',
           );
         }
-        const record = newRecord(op);
-        const params = recordParams(record);
-        stmt(INSERT_OPERATION).run(...params);
+        if (Number(changes) === 0) {
+          const existing = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow;
+          return { record: recordFromRow(existing), created: false };
+        }
         appendEvent(record, event, null, 'requested');
         // Answer with what the row holds, rebuilt from the values just bound rather than read back
         // (materializing a 27-column row costs more than the INSERT): a copy by construction, whose
