@@ -5,7 +5,8 @@ import { MockLanguageModelV4 } from 'ai7/test';
 import { describe, expect, it, vi } from 'vitest';
 import { aiTool, aiTools, checkAnswer, completionsOf } from '../../src/ai-sdk/index.js';
 import { completionText } from '../../src/integrations/text.js';
-import { helpdesk, onlyCompletion } from './support.js';
+import { helpdesk } from '../support/helpdesk.js';
+import { onlyCompletion } from './support.js';
 
 vi.mock('ai', async () => await import('ai7'));
 

@@ -1,8 +1,6 @@
 import { MockLanguageModelV3 } from 'ai/test';
 import { expect } from 'vitest';
 import type { Completion } from '../../src/index.js';
-import { createRunner } from '../../src/index.js';
-import { createHelpdesk } from '../../src/testing/index.js';
 
 // The provider spec types, taken from the mock so the tests need no direct @ai-sdk/provider import.
 type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
@@ -57,17 +55,6 @@ export function shownOnSecondCall(model: MockLanguageModelV3) {
   const results = toolResultsIn(second.prompt);
   expect(results).toHaveLength(1);
   return results[0]?.output;
-}
-
-/** A helpdesk with two acme tickets (T-104 open, T-105 resolved) and a runner on its clock. */
-export function helpdesk() {
-  const hd = createHelpdesk();
-  const runner = createRunner({ clock: hd.clock, random: () => 0.5 });
-  hd.tickets.seed([
-    { id: 'T-104', tenant: 'acme' },
-    { id: 'T-105', tenant: 'acme', status: 'resolved' },
-  ]);
-  return { hd, runner };
 }
 
 /** The single completion a generateText run produced. */

@@ -3,17 +3,10 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { aiTool, aiTools, checkAnswer, completionsOf, modelOutput } from '../../src/ai-sdk/index.js';
-import { createRunner, defineAction, type RunContext, type Runner } from '../../src/index.js';
+import { createRunner, type RunContext, type Runner } from '../../src/index.js';
 import { completionText } from '../../src/integrations/text.js';
-import { FakeClock, FakeTicketSystem } from '../../src/testing/index.js';
-import {
-  answerStep,
-  callStep,
-  helpdesk,
-  onlyCompletion,
-  scriptedModel,
-  shownOnSecondCall,
-} from './support.js';
+import { assignTicket, helpdesk, oneTicket } from '../support/helpdesk.js';
+import { answerStep, callStep, onlyCompletion, scriptedModel, shownOnSecondCall } from './support.js';
 
 const scope = { tenant: 'acme' };
 const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
@@ -227,25 +220,8 @@ describe('readback/ai-sdk with generateText and MockLanguageModelV3', () => {
   });
 
   it('zod input: the SDK lists the JSON schema; scope, runId and actor are derived per call; the abort signal reaches the run', async () => {
-    const clock = new FakeClock();
-    const tickets = new FakeTicketSystem({ clock });
-    tickets.seed([{ id: 'T-1', tenant: 'acme' }]);
-    const assign = defineAction({
-      name: 'assign_ticket',
-      description: 'Assign a ticket.',
-      input: z.object({ id: z.string(), assignee: z.string().min(1) }),
-      target: (input) => `ticket:${input.id}`,
-      postcondition: 'The ticket is assigned to the requested person.',
-      execute: (input, ctx) =>
-        tickets.update(
-          input.id,
-          { assignee: input.assignee },
-          { tenant: ctx.scope.tenant ?? '', operationId: ctx.operationId },
-        ),
-      observe: (input) => tickets.get(input.id),
-      expect: (input) => ({ assignee: input.assignee }),
-      safeToRepeat: true,
-    });
+    const { clock, tickets } = oneTicket();
+    const assign = assignTicket(tickets, z.object({ id: z.string(), assignee: z.string().min(1) }));
     const inner = createRunner({ clock });
     const contexts: RunContext[] = [];
     const runner: Runner = {

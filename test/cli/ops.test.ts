@@ -1,39 +1,21 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openStore } from '../../src/cli/store.js';
 import type { Completion } from '../../src/contract/types.js';
 import { createRunner } from '../../src/runner/runner.js';
-import { memoryStore } from '../../src/store/memory.js';
-import type { OperationStore } from '../../src/store/types.js';
 import { createHelpdesk } from '../../src/testing/helpdesk.js';
+import { HAS_SQLITE, storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
 
-// The SQLite store is built in parallel; until src/sqlite/index.ts exists, `openStore` is pointed at
-// memory stores registered by path, so the commands themselves are still exercised end to end.
-const HAS_SQLITE = existsSync(new URL('../../src/sqlite/index.ts', import.meta.url));
-const standIns = new Map<string, OperationStore>();
+// The SQLite store is built in parallel; until it exists, stand-ins take its place (see stand-ins.ts).
 let closes = 0;
+const stores = storesByPath(() => closes++);
 
 vi.mock('../../src/cli/store.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/cli/store.js')>();
   return { ...real, openStore: vi.fn(real.openStore) };
 });
-
-async function newStore(path: string): Promise<OperationStore> {
-  if (HAS_SQLITE) {
-    const { sqliteStore } = (await import(/* @vite-ignore */ '../../src/sqlite/index.js' as string)) as {
-      sqliteStore(o: { path: string }): OperationStore | Promise<OperationStore>;
-    };
-    return sqliteStore({ path });
-  }
-  const inner = memoryStore();
-  writeFileSync(path, '');
-  // The CLI closes what it opens; the stand-in survives that so later commands see the same data.
-  standIns.set(resolve(path), { ...inner, close: async () => void closes++ });
-  return inner;
-}
 
 let dir: string;
 let db: string;
@@ -43,15 +25,8 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'readback-ops-'));
   db = join(dir, 'ops.db');
   closes = 0;
-  if (!HAS_SQLITE) {
-    vi.mocked(openStore).mockImplementation(async (spec, options) => {
-      const standIn = standIns.get(resolve(spec));
-      if (standIn) return standIn;
-      const real = await vi.importActual<typeof import('../../src/cli/store.js')>('../../src/cli/store.js');
-      return real.openStore(spec, options);
-    });
-  }
-  const store = await newStore(db);
+  stores.route();
+  const store = await stores.create(db);
   const hd = createHelpdesk();
   hd.tickets.seed([{ id: 'T-1', tenant: 'acme' }]);
   let seq = 0;
@@ -77,7 +52,7 @@ beforeEach(async () => {
 });
 
 afterEach(() => {
-  standIns.clear();
+  stores.clear();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -5,19 +5,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parsePostgresSpec, redact } from '../../src/cli/store.js';
 import type { Completion } from '../../src/contract/types.js';
 import { postgresStore } from '../../src/postgres/index.js';
 import { createRunner } from '../../src/runner/runner.js';
 import { createHelpdesk, type Helpdesk } from '../../src/testing/helpdesk.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from '../postgres/support.js';
+import { dropSchemas, PG_URL, pgSuite, storeUrl } from '../postgres/support.js';
 import { runCli } from './support.js';
-
-/** The URL with `schema=` added to whatever query the base URL already has. */
-function storeUrl(schema: string): string {
-  return `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`;
-}
 
 describe('postgres store specs', () => {
   it('takes ?schema= out of the URL and passes every other parameter on', () => {
@@ -58,11 +53,7 @@ describe('postgres store specs', () => {
   });
 });
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
+const { available, schemas, tempSchema } = await pgSuite();
 
 // The actions module the CLI loads for `reconcile`: the test's own helpdesk fakes, handed over through a
 // global, because the CLI runs in this process and must read the same mail provider the seeding run wrote to.
@@ -79,8 +70,7 @@ describe.skipIf(!available)('readback ops and reconcile with --store postgres://
   let db: pg.Client;
 
   beforeEach(async () => {
-    schema = freshSchema();
-    schemas.add(schema);
+    schema = tempSchema();
     url = storeUrl(schema);
     dir = mkdtempSync(join(tmpdir(), 'readback-cli-pg-'));
     modulePath = join(dir, 'actions.mjs');

@@ -3,21 +3,20 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CliIO } from '../../src/cli/args.js';
 import { collectActions, runReconcile } from '../../src/cli/reconcile.js';
 import { openStore } from '../../src/cli/store.js';
 import type { Action } from '../../src/contract/types.js';
 import { postgresStore } from '../../src/postgres/index.js';
 import { createRunner } from '../../src/runner/runner.js';
-import { memoryStore } from '../../src/store/memory.js';
 import type { OperationStore } from '../../src/store/types.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from '../postgres/support.js';
+import { PG_URL, pgSuite, storeUrl } from '../postgres/support.js';
+import { HAS_SQLITE, storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
 
 // Until src/sqlite/index.ts exists, `openStore` is pointed at memory stores registered by path.
-const HAS_SQLITE = existsSync(new URL('../../src/sqlite/index.ts', import.meta.url));
-const standIns = new Map<string, OperationStore>();
+const stores = storesByPath();
 
 vi.mock('../../src/cli/store.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/cli/store.js')>();
@@ -29,19 +28,6 @@ vi.mock('../../src/postgres/index.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/postgres/index.js')>();
   return { ...real, postgresStore: vi.fn(real.postgresStore) };
 });
-
-async function newStore(path: string): Promise<OperationStore> {
-  if (HAS_SQLITE) {
-    const { sqliteStore } = (await import(/* @vite-ignore */ '../../src/sqlite/index.js' as string)) as {
-      sqliteStore(o: { path: string }): OperationStore | Promise<OperationStore>;
-    };
-    return sqliteStore({ path });
-  }
-  const inner = memoryStore();
-  writeFileSync(path, '');
-  standIns.set(resolve(path), { ...inner, close: async () => {} });
-  return inner;
-}
 
 const SRC = (file: string) => pathToFileURL(resolve(import.meta.dirname, '../../src', file)).href;
 
@@ -91,18 +77,11 @@ beforeEach(async () => {
   db = join(dir, 'ops.db');
   modulePath = join(dir, 'actions.mjs');
   writeFileSync(modulePath, ACTIONS_MODULE);
-  if (!HAS_SQLITE) {
-    vi.mocked(openStore).mockImplementation(async (spec, options) => {
-      const standIn = standIns.get(resolve(spec));
-      if (standIn) return standIn;
-      const real = await vi.importActual<typeof import('../../src/cli/store.js')>('../../src/cli/store.js');
-      return real.openStore(spec, options);
-    });
-  }
+  stores.route();
 });
 
 afterEach(() => {
-  standIns.clear();
+  stores.clear();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -112,7 +91,7 @@ afterEach(() => {
  */
 async function seedPending(count: number, deliver = true, into?: OperationStore): Promise<string[]> {
   const mod = (await import(pathToFileURL(modulePath).href)) as { deliverNote: Action };
-  const store = into ?? (await newStore(db));
+  const store = into ?? (await stores.create(db));
   const runner = createRunner({ store, actions: [mod.deliverNote] });
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
@@ -435,11 +414,7 @@ describe('readback reconcile: Postgres store flags', () => {
   });
 });
 
-const pgUp = await pgAvailable();
-const pgSchemas = new Set<string>();
-afterAll(async () => {
-  if (pgUp && pgSchemas.size > 0) await dropSchemas(pgSchemas);
-});
+const { available: pgUp, tempSchema } = await pgSuite();
 
 describe.skipIf(!pgUp)('readback reconcile: Postgres store flags against a real server', () => {
   const HOUR = 3_600_000;
@@ -447,12 +422,11 @@ describe.skipIf(!pgUp)('readback reconcile: Postgres store flags against a real 
 
   /** Seeds one due operation in a fresh schema; returns the store URL and the schema. */
   async function seeded() {
-    const schema = freshSchema();
-    pgSchemas.add(schema);
+    const schema = tempSchema();
     const store = await postgresStore({ connectionString: PG_URL, schema });
     await seedPending(1, true, store);
     await store.close();
-    return { url: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`, schema };
+    return { url: storeUrl(schema), schema };
   }
 
   /** The lease expiry the reconcile's claim wrote, from its 'claimed' event. */

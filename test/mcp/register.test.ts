@@ -1,19 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunContext } from '../../src/index.js';
 import { completionText } from '../../src/mcp/index.js';
 import { claimsCompletion } from '../../src/messages/words.js';
-import { completionOf, connect, textOf } from './support.js';
+import { closeAfterEach, completionOf, connect, textOf } from './support.js';
 
-type Session = Awaited<ReturnType<typeof connect>>;
-let session: Session | undefined;
-async function open(...args: Parameters<typeof connect>): Promise<Session> {
-  session = await connect(...args);
-  return session;
-}
-afterEach(async () => {
-  await session?.close();
-  session = undefined;
-});
+const track = closeAfterEach();
+const open = async (...args: Parameters<typeof connect>) => track(await connect(...args));
 
 const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
 
@@ -216,13 +208,18 @@ describe('readback/mcp with the SDK Client over InMemoryTransport', () => {
 
   it('run context: scope from options, runId from the connection, abort signal from the request', async () => {
     const contexts: RunContext[] = [];
-    const { client, runner } = await open({ scope: () => ({ tenant: 'acme' }) }, (inner) => ({
-      ...inner,
-      run: (action, input, ctx) => {
-        contexts.push(ctx);
-        return inner.run(action, input, ctx);
+    const { client, runner } = await open(
+      { scope: () => ({ tenant: 'acme' }) },
+      {
+        wrap: (inner) => ({
+          ...inner,
+          run: (action, input, ctx) => {
+            contexts.push(ctx);
+            return inner.run(action, input, ctx);
+          },
+        }),
       },
-    }));
+    );
     const result = await client.callTool({
       name: 'update_ticket',
       arguments: { id: 'T-104', status: 'closed' },

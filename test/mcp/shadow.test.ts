@@ -1,33 +1,13 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { accepted, createRunner, rejected } from '../../src/index.js';
-import { liveToolResult, registerActions } from '../../src/mcp/index.js';
-import { createHelpdesk } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { accepted, rejected } from '../../src/index.js';
+import { liveToolResult } from '../../src/mcp/index.js';
+import { closeAfterEach, connect } from './support.js';
 
-let close: (() => Promise<void>) | undefined;
-afterEach(async () => {
-  await close?.();
-  close = undefined;
-});
+const track = closeAfterEach();
 
 /** A helpdesk whose runner is in shadow mode, served by a real McpServer to the SDK's own Client. */
 async function shadowSession() {
-  const hd = createHelpdesk();
-  const runner = createRunner({ clock: hd.clock, random: () => 0.5, shadow: true });
-  hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
-  const server = new McpServer({ name: 'helpdesk', version: '1.0.0' });
-  registerActions(server, runner, hd.actions, { scope: { tenant: 'acme' }, tasks: true });
-  const client = new Client({ name: 'test-client', version: '1.0.0' });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
-  const tools = await client.listTools();
-  close = async () => {
-    await client.close();
-    await server.close();
-  };
-  return { hd, runner, client, tools };
+  return track(await connect({ scope: { tenant: 'acme' }, tasks: true }, { shadow: true }));
 }
 
 describe('readback/mcp in shadow mode', () => {

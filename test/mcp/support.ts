@@ -1,35 +1,46 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import type { Completion, Runner } from '../../src/index.js';
-import { createRunner } from '../../src/index.js';
 import { type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
-import { createHelpdesk } from '../../src/testing/index.js';
+import { helpdesk } from '../support/helpdesk.js';
 
-/** A helpdesk served by a real McpServer, reached by the SDK's own Client over an in-memory pair. */
-export async function connect(
-  options: McpRegisterOptions = { scope: { tenant: 'acme' } },
-  wrap: (runner: Runner) => Runner = (runner) => runner,
-) {
-  const hd = createHelpdesk();
-  const runner = createRunner({ clock: hd.clock, random: () => 0.5 });
-  hd.tickets.seed([
-    { id: 'T-104', tenant: 'acme' },
-    { id: 'T-105', tenant: 'acme', status: 'resolved' },
-  ]);
-  const server = new McpServer({ name: 'helpdesk', version: '1.0.0' });
-  registerActions(server, wrap(runner), hd.actions, options);
-  const client = new Client({ name: 'test-client', version: '1.0.0' });
+/** Connects `client` to `server` over a linked in-memory pair and lists its tools; `close` shuts both. */
+export async function link(server: McpServer, client: Client) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
-  // Listing caches the output-schema validators, so every callTool below is checked against them.
+  // Listing caches the output-schema validators, so every callTool after it is checked against them.
   const tools = await client.listTools();
   const close = async () => {
     await client.close();
     await server.close();
   };
-  return { hd, runner, server, client, tools, close };
+  return { client, tools, close };
+}
+
+/** A helpdesk served by a real McpServer, reached by the SDK's own Client over an in-memory pair. */
+export async function connect(
+  options: McpRegisterOptions = { scope: { tenant: 'acme' } },
+  setup: { wrap?: (runner: Runner) => Runner; shadow?: boolean } = {},
+) {
+  const { hd, runner } = helpdesk(setup.shadow ? { shadow: true } : {});
+  const server = new McpServer({ name: 'helpdesk', version: '1.0.0' });
+  registerActions(server, setup.wrap ? setup.wrap(runner) : runner, hd.actions, options);
+  const session = await link(server, new Client({ name: 'test-client', version: '1.0.0' }));
+  return { hd, runner, server, ...session };
+}
+
+/** Returns a function that keeps a session open until the end of the current test, then closes it. */
+export function closeAfterEach(): <S extends { close(): Promise<void> }>(session: S) => S {
+  const open: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const session of open.splice(0)) await session.close();
+  });
+  return (session) => {
+    open.push(session);
+    return session;
+  };
 }
 
 /** The one text item a call returned: what the model is shown. */

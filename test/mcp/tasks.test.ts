@@ -1,16 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ResponseMessage } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { createRunner, ReadbackError } from '../../src/index.js';
 import { completionText, type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
 import { claimsCompletion } from '../../src/messages/words.js';
 import { createHelpdesk, type FakeClock } from '../../src/testing/index.js';
-import { completionOf, textOf } from './support.js';
+import { closeAfterEach, completionOf, link, textOf } from './support.js';
 
 /**
  * The runner's clock, with a gate: while closed, every sleep (the waits between readback's polls) is held,
@@ -50,12 +49,7 @@ function gatedClock(base: FakeClock) {
 const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
 const taskCapabilities = { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
 
-type Session = Awaited<ReturnType<typeof connect>>;
-let session: Session | undefined;
-afterEach(async () => {
-  await session?.close();
-  session = undefined;
-});
+const track = closeAfterEach();
 
 async function connect(
   options: McpRegisterOptions = { scope: { tenant: 'acme' }, tasks: { pollIntervalMs: 5 } },
@@ -69,18 +63,13 @@ async function connect(
     { capabilities: taskCapabilities, taskStore },
   );
   registerActions(server, runner, hd.actions, options);
-  const client = new Client({ name: 'task-client', version: '1.0.0' });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
-  // Listing caches the output-schema validators, so task results are checked against them too.
-  const tools = await client.listTools();
+  // link lists the tools, which caches the output-schema validators: task results are checked too.
+  const linked = await link(server, new Client({ name: 'task-client', version: '1.0.0' }));
   const close = async () => {
     taskStore.cleanup();
-    await client.close();
-    await server.close();
+    await linked.close();
   };
-  session = { hd, gate, runner, client, tools, close } as Session;
-  return { hd, gate, runner, client, tools, close };
+  return track({ hd, gate, runner, client: linked.client, tools: linked.tools, close });
 }
 
 /** Reads the stream to its end. */

@@ -1,44 +1,21 @@
 import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { type } from 'arktype';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunContext, Runner } from '../../src/index.js';
-import { createRunner, defineAction, ReadbackError } from '../../src/index.js';
+import { createRunner, ReadbackError } from '../../src/index.js';
 import { completionText, registerActions } from '../../src/mcp/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
-import { completionOf, textOf } from './support.js';
+import { assignTicket, helpdesk } from '../support/helpdesk.js';
+import { closeAfterEach, completionOf, textOf } from './support.js';
 
 // The same registerActions, on the v2 split packages: the v2 McpServer and the v2 Client, unmodified.
-let close: (() => Promise<void>) | undefined;
-afterEach(async () => {
-  await close?.();
-  close = undefined;
-});
+const track = closeAfterEach();
 
 async function connect(wrap: (runner: Runner) => Runner = (runner) => runner) {
-  const hd = createHelpdesk();
-  hd.tickets.seed([
-    { id: 'T-104', tenant: 'acme' },
-    { id: 'T-105', tenant: 'acme', status: 'resolved' },
-  ]);
-  const runner = createRunner({ clock: hd.clock, random: () => 0.5 });
+  const { hd, runner } = helpdesk();
   // An ArkType input schema: SDK 2.x lists and validates any Standard Schema that carries JSON Schema.
-  const assign = defineAction({
-    name: 'assign_ticket',
-    description: 'Assign a ticket.',
-    input: type({ id: 'string', assignee: 'string > 0' }),
-    target: (input) => `ticket:${input.id}`,
-    postcondition: 'The ticket is assigned to the requested person.',
-    execute: (input, ctx) =>
-      hd.tickets.update(
-        input.id,
-        { assignee: input.assignee },
-        { tenant: 'acme', operationId: ctx.operationId },
-      ),
-    observe: (input) => hd.tickets.get(input.id),
-    expect: (input) => ({ assignee: input.assignee }),
-    safeToRepeat: true,
-  });
+  const assign = assignTicket(hd.tickets, type({ id: 'string', assignee: 'string > 0' }), () => 'acme');
   const server = new McpServer({ name: 'helpdesk', version: '1.0.0' });
   registerActions(server, wrap(runner), [...Object.values(hd.actions), assign], {
     scope: { tenant: 'acme' },
@@ -47,10 +24,12 @@ async function connect(wrap: (runner: Runner) => Runner = (runner) => runner) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
   const tools = await client.listTools();
-  close = async () => {
-    await client.close();
-    await server.close();
-  };
+  track({
+    close: async () => {
+      await client.close();
+      await server.close();
+    },
+  });
   return { hd, runner, client, tools };
 }
 

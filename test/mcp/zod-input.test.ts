@@ -1,50 +1,25 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineAction } from '../../src/index.js';
+import { createRunner } from '../../src/index.js';
 import { registerActions } from '../../src/mcp/index.js';
-import { FakeClock, FakeTicketSystem } from '../../src/testing/index.js';
-import { completionOf, textOf } from './support.js';
+import { assignTicket, oneTicket } from '../support/helpdesk.js';
+import { closeAfterEach, completionOf, link, textOf } from './support.js';
 
-let close: (() => Promise<void>) | undefined;
-afterEach(async () => {
-  await close?.();
-  close = undefined;
-});
+const track = closeAfterEach();
 
 async function zodServer() {
-  const clock = new FakeClock();
-  const tickets = new FakeTicketSystem({ clock });
-  tickets.seed([{ id: 'T-1', tenant: 'acme' }]);
-  const assign = defineAction({
-    name: 'assign_ticket',
-    description: 'Assign a ticket.',
-    input: z.object({ id: z.string(), assignee: z.string().min(1) }),
-    target: (input) => `ticket:${input.id}`,
-    postcondition: 'The ticket is assigned to the requested person.',
-    execute: (input, ctx) =>
-      tickets.update(
-        input.id,
-        { assignee: input.assignee },
-        { tenant: 'acme', operationId: ctx.operationId },
-      ),
-    observe: (input) => tickets.get(input.id),
-    expect: (input) => ({ assignee: input.assignee }),
-    safeToRepeat: true,
-  });
-  const runner = createRunner({ clock });
+  const { clock, tickets } = oneTicket();
+  const assign = assignTicket(
+    tickets,
+    z.object({ id: z.string(), assignee: z.string().min(1) }),
+    () => 'acme',
+  );
   const server = new McpServer({ name: 'zod', version: '1.0.0' });
-  registerActions(server, runner, [assign]);
-  const client = new Client({ name: 'c', version: '1.0.0' });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await Promise.all([server.connect(b), client.connect(a)]);
-  close = async () => {
-    await client.close();
-    await server.close();
-  };
-  return { client, tickets, tools: await client.listTools() };
+  registerActions(server, createRunner({ clock }), [assign]);
+  const { client, tools } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
+  return { client, tickets, tools };
 }
 
 describe('readback/mcp with a zod input schema', () => {

@@ -3,7 +3,8 @@ import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-co
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { agentTools, completionGuardrail } from '../../src/openai-agents/index.js';
-import { helpdesk, runAgent, scriptedModel, toolResultsIn } from './support.js';
+import { helpdesk } from '../support/helpdesk.js';
+import { runAgent, scriptedModel, toolResultsIn } from './support.js';
 
 const scope = { tenant: 'acme' };
 const Reply = z.object({ reply: z.string(), ticket: z.string() });

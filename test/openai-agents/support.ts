@@ -8,14 +8,12 @@ import {
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing';
 import { expect } from 'vitest';
 import type { Completion } from '../../src/index.js';
-import { createRunner } from '../../src/index.js';
 import {
   type AgentTool,
   type CompletionGuardrailInfo,
   completionGuardrail,
 } from '../../src/openai-agents/index.js';
 import type { Runner as ReadbackRunner } from '../../src/runner/runner.js';
-import { createHelpdesk } from '../../src/testing/index.js';
 
 // Offline: no trace may leave the process (importing @openai/agents installs the OpenAI exporter).
 setTracingDisabled(true);
@@ -47,17 +45,6 @@ export function shownOnSecondCall(model: ScriptedModel): unknown {
   const results = toolResultsIn(model, 1);
   expect(results).toHaveLength(1);
   return (results[0] as { output: unknown }).output;
-}
-
-/** A helpdesk with two acme tickets (T-104 open, T-105 resolved) and a runner on its clock. */
-export function helpdesk() {
-  const hd = createHelpdesk();
-  const runner = createRunner({ clock: hd.clock, random: () => 0.5 });
-  hd.tickets.seed([
-    { id: 'T-104', tenant: 'acme' },
-    { id: 'T-105', tenant: 'acme', status: 'resolved' },
-  ]);
-  return { hd, runner };
 }
 
 /** What an agent run ended with: the final output, or the guardrail's tripwire report. */

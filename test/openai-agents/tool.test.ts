@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { createRunner, defineAction, guardAnswer } from '../../src/index.js';
 import { completionText } from '../../src/integrations/text.js';
 import { agentTool, agentTools, completionsOf } from '../../src/openai-agents/index.js';
-import { FakeClock, FakeTicketSystem } from '../../src/testing/index.js';
-import { helpdesk, only, runAgent, scriptedModel, shownOnSecondCall, toolResultsIn } from './support.js';
+import { assignTicket, helpdesk, oneTicket } from '../support/helpdesk.js';
+import { only, runAgent, scriptedModel, shownOnSecondCall, toolResultsIn } from './support.js';
 
 const scope = { tenant: 'acme' };
 const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
@@ -233,25 +233,8 @@ describe('readback/openai-agents: runs, input schemas and misuse', () => {
   });
 
   it('zod input: listed strictly; invalid arguments are refused before anything runs; scope, runId and actor per call', async () => {
-    const clock = new FakeClock();
-    const tickets = new FakeTicketSystem({ clock });
-    tickets.seed([{ id: 'T-1', tenant: 'acme' }]);
-    const assign = defineAction({
-      name: 'assign_ticket',
-      description: 'Assign a ticket.',
-      input: z.object({ id: z.string(), assignee: z.string().min(1) }),
-      target: (input) => `ticket:${input.id}`,
-      postcondition: 'The ticket is assigned to the requested person.',
-      execute: (input, ctx) =>
-        tickets.update(
-          input.id,
-          { assignee: input.assignee },
-          { tenant: ctx.scope.tenant ?? '', operationId: ctx.operationId },
-        ),
-      observe: (input) => tickets.get(input.id),
-      expect: (input) => ({ assignee: input.assignee }),
-      safeToRepeat: true,
-    });
+    const { clock, tickets } = oneTicket();
+    const assign = assignTicket(tickets, z.object({ id: z.string(), assignee: z.string().min(1) }));
     const runner = createRunner({ clock });
     const calls: string[] = [];
     const tool = agentTool(runner, assign, {

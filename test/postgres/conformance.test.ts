@@ -1,27 +1,17 @@
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
 import { storeConformance } from '../../src/testing/store-conformance.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
-
-const schemaFor = () => {
-  const schema = freshSchema();
-  schemas.add(schema);
-  return schema;
-};
+const { available, tempSchema } = await pgSuite();
 
 describe.skipIf(!available)('postgresStore({ connectionString }) conformance', () => {
   // Each case gets its own fresh schema, so no case sees another's records. The suite runs leases on its
   // own fixed timeline, so the store takes lease times from the caller here; lease-clock.test.ts covers
   // the default database clock.
   const cases = storeConformance(() =>
-    postgresStore({ connectionString: PG_URL, schema: schemaFor(), leaseClock: 'caller' }),
+    postgresStore({ connectionString: PG_URL, schema: tempSchema(), leaseClock: 'caller' }),
   );
   for (const c of cases) it(c.name, c.run);
 });
@@ -37,7 +27,7 @@ describe.skipIf(!available)('postgresStore({ pool }) conformance', () => {
       ended = true;
       return end();
     }) as typeof pool.end;
-    return postgresStore({ pool, schema: schemaFor(), leaseClock: 'caller' });
+    return postgresStore({ pool, schema: tempSchema(), leaseClock: 'caller' });
   });
   for (const c of cases) {
     it(c.name, async () => {
@@ -58,7 +48,7 @@ describe.skipIf(!available)('postgresStore({ pool: pg.Client }) conformance', ()
   const cases = storeConformance(async () => {
     client = new pg.Client({ connectionString: PG_URL });
     await client.connect();
-    return postgresStore({ pool: client, schema: schemaFor(), leaseClock: 'caller' });
+    return postgresStore({ pool: client, schema: tempSchema(), leaseClock: 'caller' });
   });
   for (const c of cases) {
     it(c.name, async () => {

@@ -6,28 +6,23 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   expectExactlyOnce,
   killAll,
-  openCount,
   removeWorkerScript,
   seedInDoubt,
-  startWorker,
+  startWorkers,
   stopWorkers,
   type Worker,
-  waitFor,
+  waitDrained,
   workerScript,
 } from './fleet.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
 const OPS = Number(process.env.READBACK_PG_DRAIN_OPS ?? (process.env.CI === 'true' ? 100_000 : 4_000));
 const WORKERS = 4;
 // About 3 ms per operation here when the machine is busy; a larger READBACK_PG_DRAIN_OPS gets more time.
 const DRAIN_MS = Math.max(50_000, OPS * 5);
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-  await removeWorkerScript();
-});
+const { available, tempSchema } = await pgSuite();
+afterAll(removeWorkerScript);
 
 describe.skipIf(!available)('many reconciler processes (Postgres)', () => {
   it(
@@ -35,32 +30,21 @@ describe.skipIf(!available)('many reconciler processes (Postgres)', () => {
     async () => {
       if (!Number.isInteger(OPS) || OPS < 1)
         throw new Error('READBACK_PG_DRAIN_OPS must be a positive integer');
-      const schema = freshSchema();
-      schemas.add(schema);
+      const schema = tempSchema();
       await workerScript();
       await seedInDoubt(PG_URL, schema, OPS);
 
       const workers: Worker[] = [];
       try {
         const started = Date.now();
-        for (let i = 0; i < WORKERS; i++) {
-          workers.push(
-            await startWorker(PG_URL, {
-              app: `rb-drain-${schema.slice(-6)}-w${i}`,
-              schema,
-              owner: `drain-w${i}`,
-              leaseMs: 10_000,
-              concurrency: 32,
-              observeDelayMs: 0,
-            }),
-          );
-        }
-        await waitFor(
-          'the backlog to drain',
-          async () => (await openCount(PG_URL, schema)) === 0,
-          DRAIN_MS,
-          250,
-        );
+        await startWorkers(workers, PG_URL, WORKERS, {
+          app: `rb-drain-${schema.slice(-6)}`,
+          owner: 'drain',
+          schema,
+          leaseMs: 10_000,
+          concurrency: 32,
+        });
+        await waitDrained(PG_URL, schema, DRAIN_MS, 250);
         const drainMs = Date.now() - started;
         const reports = await stopWorkers(workers);
         console.info(`[readback] ${WORKERS} workers drained ${OPS} operations in ${drainMs} ms`);

@@ -11,24 +11,21 @@ import {
   removeWorkerScript,
   seedInDoubt,
   startWorker,
+  startWorkers,
   stopWorkers,
   type Worker,
+  waitDrained,
   waitFor,
   withClient,
   workerScript,
 } from './fleet.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-  await removeWorkerScript();
-});
+const { available, tempSchema } = await pgSuite();
+afterAll(removeWorkerScript);
 
 async function prepare(count: number): Promise<string> {
-  const schema = freshSchema();
-  schemas.add(schema);
+  const schema = tempSchema();
   await workerScript();
   await seedInDoubt(PG_URL, schema, count);
   return schema;
@@ -106,18 +103,13 @@ describe.skipIf(!available)('reconciler processes under faults (Postgres)', () =
         15_000,
         20,
       );
-      for (let i = 0; i < 3; i++) {
-        workers.push(
-          await startWorker(PG_URL, {
-            app: `rb-kill-${tag}-w${i}`,
-            schema,
-            owner: `kill-w${i}`,
-            leaseMs: LEASE_MS,
-            concurrency: 8,
-            observeDelayMs: 0,
-          }),
-        );
-      }
+      await startWorkers(workers, PG_URL, 3, {
+        app: `rb-kill-${tag}`,
+        owner: 'kill',
+        schema,
+        leaseMs: LEASE_MS,
+        concurrency: 8,
+      });
       victim.child.kill('SIGKILL');
       expect(await victim.exited).toEqual({ code: null, signal: 'SIGKILL' });
       const held = await query<Held>(
@@ -125,7 +117,7 @@ describe.skipIf(!available)('reconciler processes under faults (Postgres)', () =
       );
       expect(held.length).toBeGreaterThan(0);
 
-      await waitFor('the backlog to drain', async () => (await openCount(PG_URL, schema)) === 0, 40_000, 200);
+      await waitDrained(PG_URL, schema);
       const reports = await stopWorkers(workers.slice(1));
       await expectExactlyOnce(PG_URL, schema, OPS);
       for (const h of held) await expectTakenOverAfterExpiry(schema, h, 'victim', LEASE_MS);
@@ -174,19 +166,14 @@ describe.skipIf(!available)('reconciler processes under faults (Postgres)', () =
         [stalled],
       );
       expect(held).toMatchObject({ id: stalled, lease_owner: 'zombie' });
-      for (let i = 0; i < 3; i++) {
-        workers.push(
-          await startWorker(PG_URL, {
-            app: `rb-stop-${tag}-w${i}`,
-            schema,
-            owner: `stop-w${i}`,
-            leaseMs: LEASE_MS,
-            concurrency: 8,
-            observeDelayMs: 0,
-          }),
-        );
-      }
-      await waitFor('the backlog to drain', async () => (await openCount(PG_URL, schema)) === 0, 40_000, 200);
+      await startWorkers(workers, PG_URL, 3, {
+        app: `rb-stop-${tag}`,
+        owner: 'stop',
+        schema,
+        leaseMs: LEASE_MS,
+        concurrency: 8,
+      });
+      await waitDrained(PG_URL, schema);
 
       // Thaw the zombie: its read finishes and it tries to write under its old token. SIGTERM lets the
       // in-flight drive finish before the worker reports.
@@ -211,18 +198,7 @@ describe.skipIf(!available)('reconciler processes under faults (Postgres)', () =
     const app = `rb-term-${schema.slice(-6)}`;
     const workers: Worker[] = [];
     try {
-      for (let i = 0; i < 4; i++) {
-        workers.push(
-          await startWorker(PG_URL, {
-            app: `${app}-w${i}`,
-            schema,
-            owner: `term-w${i}`,
-            leaseMs: 3_000,
-            concurrency: 8,
-            observeDelayMs: 0,
-          }),
-        );
-      }
+      await startWorkers(workers, PG_URL, 4, { app, owner: 'term', schema, leaseMs: 3_000, concurrency: 8 });
       const terminated: number[] = [];
       for (const left of [0.8, 0.55, 0.3]) {
         await waitFor(
@@ -238,7 +214,7 @@ describe.skipIf(!available)('reconciler processes under faults (Postgres)', () =
         );
         terminated.push(killed.length);
       }
-      await waitFor('the backlog to drain', async () => (await openCount(PG_URL, schema)) === 0, 40_000, 200);
+      await waitDrained(PG_URL, schema);
       const reports = await stopWorkers(workers);
       for (const n of terminated) expect(n).toBeGreaterThan(0);
       await expectExactlyOnce(PG_URL, schema, OPS);

@@ -80,6 +80,24 @@ export async function startWorker(
   return { owner: config.owner, child, done, exited };
 }
 
+/**
+ * Starts `count` workers with no observe delay, named `${app}-w${i}` and owned by `${owner}-w${i}`, each
+ * added to `workers` as soon as it runs (so killAll in a `finally` also ends a partial start).
+ */
+export async function startWorkers(
+  workers: Worker[],
+  url: string,
+  count: number,
+  options: { app: string; owner: string; schema: string; leaseMs: number; concurrency: number },
+): Promise<void> {
+  const { app, owner, ...rest } = options;
+  for (let i = 0; i < count; i++) {
+    workers.push(
+      await startWorker(url, { ...rest, app: `${app}-w${i}`, owner: `${owner}-w${i}`, observeDelayMs: 0 }),
+    );
+  }
+}
+
 /** Asks workers to stop (SIGTERM) and collects their reports. */
 export async function stopWorkers(workers: Worker[]): Promise<WorkerReport[]> {
   for (const w of workers) w.child.kill('SIGTERM');
@@ -176,6 +194,16 @@ export async function waitFor(
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
+}
+
+/** Waits until no operation of `schema` is left open, polling every `everyMs`. */
+export function waitDrained(url: string, schema: string, timeoutMs = 40_000, everyMs = 200): Promise<void> {
+  return waitFor(
+    'the backlog to drain',
+    async () => (await openCount(url, schema)) === 0,
+    timeoutMs,
+    everyMs,
+  );
 }
 
 /**

@@ -2,7 +2,7 @@
 // caller must get exactly what its own statement would have given it, against a real server: distinct
 // and repeated operations, stale lease tokens mixed into a batch, a row that fails, lost connections.
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PgQueryable, PgResult } from '../../src/postgres/driver.js';
 import { postgresStore } from '../../src/postgres/index.js';
 import { reconnectPolicy } from '../../src/postgres/retry.js';
@@ -11,15 +11,9 @@ import { tablesIn } from '../../src/postgres/sql.js';
 import { createPostgresStore } from '../../src/postgres/store.js';
 import type { OperationRecord, OperationStore } from '../../src/store/types.js';
 import { ALL, ev, newOp, T0 } from '../../src/testing/conformance/support.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-const pools: pg.Pool[] = [];
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.end()));
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
+const { available, tempSchema, tempPool } = await pgSuite();
 
 const BATCHED = 'jsonb_array_elements';
 
@@ -50,10 +44,8 @@ function recordingPool(
 }
 
 async function openStore(options: { groupCommit?: boolean; max?: number } = {}) {
-  const schema = freshSchema();
-  schemas.add(schema);
-  const real = new pg.Pool({ connectionString: PG_URL, max: options.max ?? 4 });
-  pools.push(real);
+  const schema = tempSchema();
+  const real = tempPool(options.max ?? 4);
   const { db, sent } = recordingPool(real);
   const store = await postgresStore({ pool: db, schema, leaseClock: 'caller', ...options });
   sent.length = 0;
@@ -100,6 +92,57 @@ describe.skipIf(!available)('postgres group commit', () => {
         [2, 'exec', 'requested', 'executing', T0 + 100 + i, { i }],
       ]);
     }
+    await store.close();
+  });
+
+  it('a lone writer sends each transition within the call; writers that arrive together still share one', async () => {
+    const { store, sent } = await openStore();
+    const [a, b, c] = (await reserveMany(store, 3, 'lone-')) as [
+      OperationRecord,
+      OperationRecord,
+      OperationRecord,
+    ];
+    const updates = () => sent.filter((s) => s.text.includes('UPDATE')).length;
+    const toExecuting = (r: OperationRecord) =>
+      store.transition(r.id, ['requested'], { lifecycle: 'executing', attempt: 1 }, ev('executing', T0 + 1));
+    const toSettled = (r: OperationRecord) =>
+      store.transition(
+        r.id,
+        ['executing'],
+        { lifecycle: 'settled', status: 'verified' },
+        ev('settled', T0 + 2),
+      );
+
+    // Nothing is known of the callers yet: the first transition waits a turn for company, as any would.
+    sent.length = 0;
+    const first = toExecuting(a);
+    expect(updates()).toBe(0);
+    expect((await first)?.lifecycle).toBe('executing');
+    // The last statement held only this operation's write: the next one goes out within the call.
+    sent.length = 0;
+    const settle = toSettled(a);
+    expect(updates()).toBe(1);
+    expect((await settle)?.lifecycle).toBe('settled');
+    // That write settled its operation, so the next operation's write continues the chain; a second
+    // writer arriving while it is in flight breaks it and waits for the next flush.
+    sent.length = 0;
+    const [nextB, nextC] = [toExecuting(b), toExecuting(c)];
+    expect(updates()).toBe(1);
+    expect((await nextB)?.lifecycle).toBe('executing');
+    expect((await nextC)?.lifecycle).toBe('executing');
+    expect(updates()).toBe(2);
+    // Many in one turn after that go as one statement again.
+    const more = await reserveMany(store, 12, 'crowd-');
+    sent.length = 0;
+    const moved = await Promise.all(more.map(toExecuting));
+    expect(batches(sent)).toEqual([12]);
+    expect(moved.every((r) => r?.lifecycle === 'executing')).toBe(true);
+    // Each write landed once, with its event at the next seq.
+    expect((await store.events(a.id)).map((e) => [e.seq, e.type])).toEqual([
+      [1, 'reserved'],
+      [2, 'executing'],
+      [3, 'settled'],
+    ]);
     await store.close();
   });
 
@@ -313,8 +356,7 @@ describe.skipIf(!available)('postgres group commit', () => {
   });
 
   it('close() commits the transitions already called before it ends the pool', async () => {
-    const schema = freshSchema();
-    schemas.add(schema);
+    const schema = tempSchema();
     const store = await postgresStore({ connectionString: PG_URL, schema, leaseClock: 'caller' });
     await reserveMany(store, 5);
     const pending = Array.from({ length: 5 }, (_, i) =>
@@ -339,10 +381,8 @@ describe.skipIf(!available)('postgres group commit', () => {
 describe.skipIf(!available)('postgres group commit after a lost connection', () => {
   /** A store over a real pool whose batched statements can be failed, with fast retries. */
   async function faulty(fault: (run: () => Promise<PgResult>) => Promise<PgResult>) {
-    const schema = freshSchema();
-    schemas.add(schema);
-    const real = new pg.Pool({ connectionString: PG_URL, max: 3 });
-    pools.push(real);
+    const schema = tempSchema();
+    const real = tempPool(3);
     await migrate(real, schema);
     let failed = false;
     const { db, sent } = recordingPool(real, (text, values) => {

@@ -1,7 +1,7 @@
 // The reconciler's side of leases: heartbeats keep a lease alive through a read longer than the lease
 // (on Postgres, against a competing claimer), and a reconcile loop whose store is unreachable keeps
 // going with growing pauses instead of crashing.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRunner, defineAction } from '../../src/index.js';
 import { postgresStore } from '../../src/postgres/index.js';
 import type { StandardSchemaV1 } from '../../src/schema.js';
@@ -9,7 +9,7 @@ import { memoryStore } from '../../src/store/memory.js';
 import type { Claim, OperationStore } from '../../src/store/types.js';
 import { ev, newOp } from '../../src/testing/conformance/support.js';
 import { FakeClock } from '../../src/testing/fakes/fake-clock.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
 interface Item {
   n: number;
@@ -59,16 +59,11 @@ async function seedInDoubt(store: OperationStore, now: number): Promise<void> {
   expect(moved?.lifecycle).toBe('executing');
 }
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
+const { available, tempSchema } = await pgSuite();
 
 /** Runs one reconcile pass with a 600 ms lease over a 2 s read while a thief keeps trying to claim. */
 async function raceThief(withoutHeartbeats: boolean) {
-  const schema = freshSchema();
-  schemas.add(schema);
+  const schema = tempSchema();
   const store = await postgresStore({ connectionString: PG_URL, schema });
   const thief = await postgresStore({ connectionString: PG_URL, schema });
   try {

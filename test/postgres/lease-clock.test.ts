@@ -2,19 +2,15 @@
 // is live is decided by the server's clock, so callers whose clocks are skewed can neither steal a live
 // lease nor hold one past its end. The caller-clock mode, which the conformance suite uses, shows the
 // difference: there a caller an hour ahead does take the lease.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
 import type { OperationStore } from '../../src/store/types.js';
 import { move, reserve, T0 } from '../../src/testing/conformance/support.js';
 import { withClient } from './fleet.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
 const HOUR = 3_600_000;
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
+const { available, tempSchema } = await pgSuite();
 
 /** The server's clock in epoch ms. */
 const dbNow = () =>
@@ -24,8 +20,7 @@ const dbNow = () =>
 
 /** A store with one operation that is due from T0 on (long ago on every clock). */
 async function storeWithDueOp(leaseClock?: 'database' | 'caller'): Promise<OperationStore> {
-  const schema = freshSchema();
-  schemas.add(schema);
+  const schema = tempSchema();
   const store = await postgresStore({
     connectionString: PG_URL,
     schema,

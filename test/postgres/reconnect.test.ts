@@ -1,8 +1,8 @@
 // Statements retried after a lost connection, with faults injected between the store and a real server:
 // a reply lost after COMMIT, a connection refused before the statement was sent, and a first try that
 // commits late, after its retry began. Writes must land exactly once and answer truthfully.
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import type { PgQueryable, PgResult } from '../../src/postgres/driver.js';
 import { isConnectionError, postgresStore } from '../../src/postgres/index.js';
 import { reconnectPolicy } from '../../src/postgres/retry.js';
@@ -11,7 +11,7 @@ import { tablesIn } from '../../src/postgres/sql.js';
 import { createPostgresStore } from '../../src/postgres/store.js';
 import type { OperationStore } from '../../src/store/types.js';
 import { ev, newOp, T0 } from '../../src/testing/conformance/support.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
 const lost = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
 const refused = () =>
@@ -32,23 +32,15 @@ describe('isConnectionError', () => {
   });
 });
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-const pools: pg.Pool[] = [];
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.end()));
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
+const { available, tempSchema, tempPool } = await pgSuite();
 
 /** What the fault hook sees: the statement, and the real server to run it on. */
 type Hook = (text: string, values: unknown[] | undefined, real: pg.Pool) => Promise<PgResult> | undefined;
 
 /** A store over a real pool, with `hook` able to intercept any statement, and fast retries. */
 async function faultyStore(hook: Hook): Promise<{ store: OperationStore; real: pg.Pool; calls: string[] }> {
-  const schema = freshSchema();
-  schemas.add(schema);
-  const real = new pg.Pool({ connectionString: PG_URL, max: 3 });
-  pools.push(real);
+  const schema = tempSchema();
+  const real = tempPool(3);
   await migrate(real, schema);
   const calls: string[] = [];
   const db: PgQueryable & { totalCount: number } = {
@@ -167,8 +159,7 @@ describe.skipIf(!available)('postgres store: retries after connection errors', (
   });
 
   it('retries only on a pool readback owns', async () => {
-    const pool = new pg.Pool({ connectionString: PG_URL, max: 1 });
-    pools.push(pool);
+    const pool = tempPool(1);
     await expect(
       postgresStore({ pool, reconnect: { retries: 1 } } as unknown as Parameters<typeof postgresStore>[0]),
     ).rejects.toMatchObject({ code: 'invalid_options', field: 'reconnect' });

@@ -10,9 +10,10 @@ import {
   openCount,
   removeWorkerScript,
   seedInDoubt,
-  startWorker,
+  startWorkers,
   stopWorkers,
   type Worker,
+  waitDrained,
   waitFor,
   withClient,
   workerScript,
@@ -43,25 +44,20 @@ describe.skipIf(!available)('a Postgres restart mid-run', () => {
 
     const workers: Worker[] = [];
     try {
-      for (let i = 0; i < 4; i++) {
-        workers.push(
-          await startWorker(url, {
-            app: `rb-restart-w${i}`,
-            schema,
-            owner: `restart-w${i}`,
-            leaseMs: 3_000,
-            concurrency: 8,
-            observeDelayMs: 0,
-          }),
-        );
-      }
+      await startWorkers(workers, url, 4, {
+        app: 'rb-restart',
+        owner: 'restart',
+        schema,
+        leaseMs: 3_000,
+        concurrency: 8,
+      });
       await waitFor('a third settled', async () => (await openCount(url, schema)) <= OPS * 0.66, 30_000, 50);
       await cluster.restart();
       expect(await bootedAt()).not.toBe(before);
       // Work was still open when the server went away, so the restart really was mid-run.
       expect(await openCount(url, schema)).toBeGreaterThan(0);
 
-      await waitFor('the backlog to drain', async () => (await openCount(url, schema)) === 0, 40_000, 200);
+      await waitDrained(url, schema);
       const reports = await stopWorkers(workers);
       await expectExactlyOnce(url, schema, OPS);
       for (const r of reports) expect(r.claimed).toBeGreaterThan(0);

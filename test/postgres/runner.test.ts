@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileSources } from '../support/compile.mjs';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
 /** What a child is told, as JSON in argv[2]. */
 interface ChildConfig {
@@ -98,18 +98,15 @@ function runChild(script: string, config: ChildConfig): Promise<ChildReport> {
   });
 }
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
+const { available, tempSchema } = await pgSuite();
 let compiled: string | undefined;
 afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
   if (compiled) await rm(compiled, { recursive: true, force: true });
 });
 
 describe.skipIf(!available)('runs across processes (Postgres)', () => {
   it('three processes running one idempotency key at once execute it once', async () => {
-    const schema = freshSchema();
-    schemas.add(schema);
+    const schema = tempSchema();
     compiled = await compileSources(['src/index.ts', 'src/postgres/index.ts'], 'pg-runner');
     const script = join(compiled, 'child.js');
     await writeFile(script, CHILD);

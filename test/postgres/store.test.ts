@@ -1,10 +1,10 @@
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadPgPool } from '../../src/postgres/driver.js';
 import { POSTGRES_SCHEMA_VERSION, postgresStore } from '../../src/postgres/index.js';
 import { MIGRATIONS } from '../../src/postgres/schema.js';
 import { ev, newOp } from '../../src/testing/conformance/support.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from './support.js';
+import { PG_URL, pgSuite } from './support.js';
 
 describe('loading pg', () => {
   it('names `npm install pg` when the optional peer is missing', async () => {
@@ -26,20 +26,11 @@ describe('loading pg', () => {
   });
 });
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
-const schemaFor = () => {
-  const schema = freshSchema();
-  schemas.add(schema);
-  return schema;
-};
+const { available, tempSchema, schemas } = await pgSuite();
 
 describe.skipIf(!available)('postgresStore across processes', () => {
   it('concurrent reserves of one key from two pools create one record', async () => {
-    const schema = schemaFor();
+    const schema = tempSchema();
     const poolA = new pg.Pool({ connectionString: PG_URL, max: 8 });
     const poolB = new pg.Pool({ connectionString: PG_URL, max: 8 });
     try {
@@ -66,7 +57,7 @@ describe.skipIf(!available)('postgresStore across processes', () => {
   });
 
   it('many stores migrating one fresh schema at once all succeed, applying each step once', async () => {
-    const schema = schemaFor();
+    const schema = tempSchema();
     const stores = await Promise.all(
       Array.from({ length: 6 }, () => postgresStore({ connectionString: PG_URL, schema })),
     );
@@ -85,7 +76,7 @@ describe.skipIf(!available)('postgresStore across processes', () => {
   });
 
   it('refuses a schema written by a newer readback', async () => {
-    const schema = schemaFor();
+    const schema = tempSchema();
     const store = await postgresStore({ connectionString: PG_URL, schema });
     await store.close();
     const client = new pg.Client({ connectionString: PG_URL });
@@ -117,7 +108,7 @@ describe.skipIf(!available)('postgresStore across processes', () => {
 
   it('reports an unreachable server as a ReadbackError', async () => {
     await expect(
-      postgresStore({ connectionString: 'postgres://postgres@127.0.0.1:1/none', schema: schemaFor() }),
+      postgresStore({ connectionString: 'postgres://postgres@127.0.0.1:1/none', schema: tempSchema() }),
     ).rejects.toMatchObject({ name: 'ReadbackError', code: 'invalid_options' });
   });
 });
@@ -133,7 +124,7 @@ describe.skipIf(!available)('postgresStore named statements', () => {
       try {
         const store = await postgresStore({
           pool: client,
-          schema: schemaFor(),
+          schema: tempSchema(),
           ...(namedStatements === undefined ? {} : { namedStatements }),
         });
         for (let i = 0; i < 3; i++) {
@@ -154,7 +145,7 @@ describe.skipIf(!available)('postgresStore named statements', () => {
 
   it('refuses a namedStatements that is not a boolean', async () => {
     await expect(
-      postgresStore({ connectionString: PG_URL, schema: schemaFor(), namedStatements: 'yes' as never }),
+      postgresStore({ connectionString: PG_URL, schema: tempSchema(), namedStatements: 'yes' as never }),
     ).rejects.toMatchObject({ code: 'invalid_options', field: 'namedStatements' });
   });
 });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { afterAll } from 'vitest';
 
 /** Where the Postgres tests connect; point them elsewhere with READBACK_PG_URL. */
 export const PG_URL = process.env.READBACK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -29,6 +30,11 @@ export async function pgAvailable(): Promise<boolean> {
   }
 }
 
+/** PG_URL with `schema=` added to whatever query it already has: a store spec the CLI takes. */
+export function storeUrl(schema: string): string {
+  return `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`;
+}
+
 /** A schema name no other test uses. */
 export function freshSchema(): string {
   return `readback_test_${randomBytes(6).toString('hex')}`;
@@ -43,4 +49,41 @@ export async function dropSchemas(schemas: Iterable<string>): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/** What one test file's Postgres tests share; schemas and pools made through it are cleaned up after them. */
+export interface PgSuite {
+  /** Whether Postgres answers (see pgAvailable); when false, the file's suites skip. */
+  available: boolean;
+  /** The schemas dropped after the file's tests; a test that creates another schema adds it here. */
+  schemas: Set<string>;
+  /** A fresh schema name, dropped after the file's tests. */
+  tempSchema(): string;
+  /** A pool on PG_URL with at most `max` connections, ended after the file's tests. */
+  tempPool(max: number): pg.Pool;
+}
+
+/** Checks Postgres once for a test file, and after its tests ends the pools and drops the schemas it made. */
+export async function pgSuite(): Promise<PgSuite> {
+  const available = await pgAvailable();
+  const schemas = new Set<string>();
+  const pools: pg.Pool[] = [];
+  afterAll(async () => {
+    await Promise.all(pools.map((pool) => pool.end()));
+    if (available && schemas.size > 0) await dropSchemas(schemas);
+  });
+  return {
+    available,
+    schemas,
+    tempSchema() {
+      const schema = freshSchema();
+      schemas.add(schema);
+      return schema;
+    },
+    tempPool(max) {
+      const pool = new pg.Pool({ connectionString: PG_URL, max });
+      pools.push(pool);
+      return pool;
+    },
+  };
 }

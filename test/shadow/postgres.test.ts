@@ -1,20 +1,15 @@
 // `ops list --shadow` against a Postgres store: the verdict lives in the jsonb completion column.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
 import { runCli } from '../cli/support.js';
-import { dropSchemas, freshSchema, PG_URL, pgAvailable } from '../postgres/support.js';
+import { PG_URL, pgSuite, storeUrl } from '../postgres/support.js';
 import { ctx, setup } from './support.js';
 
-const available = await pgAvailable();
-const schemas = new Set<string>();
-afterAll(async () => {
-  if (available && schemas.size > 0) await dropSchemas(schemas);
-});
+const { available, tempSchema } = await pgSuite();
 
 describe.skipIf(!available)('readback ops list --shadow (Postgres)', () => {
   it('finds the disagreement a shadow run recorded, and only it', async () => {
-    const schema = freshSchema();
-    schemas.add(schema);
+    const schema = tempSchema();
     const store = await postgresStore({ connectionString: PG_URL, schema });
     const { hd, runner } = setup({ store, shadow: true });
     const good = await runner.shadow(hd.actions.updateTicket, { id: 'T-104', status: 'pending' }, ctx);
@@ -25,7 +20,7 @@ describe.skipIf(!available)('readback ops list --shadow (Postgres)', () => {
     expect(stored?.completion?.shadow).toEqual({ claimed: 'success', status: 'failed', agrees: false });
     await store.close();
 
-    const url = `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`;
+    const url = storeUrl(schema);
     const { code, stdout } = await runCli(['ops', 'list', '--store', url, '--shadow', '--json']);
     expect(code).toBe(0);
     const ids = (JSON.parse(stdout) as { id: string }[]).map((r) => r.id);
