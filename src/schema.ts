@@ -32,12 +32,22 @@ export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
   return typeof std === 'object' && std !== null && std.version === 1 && typeof std.validate === 'function';
 }
 
-/** Validates `value`; resolves to the output or a list of `path: message` strings. */
-export async function validateInput<O>(
+/** What `validateInput` gives: the output, or a list of `path: message` strings. */
+export type Validated<O> = { ok: true; value: O } | { ok: false; issues: string[] };
+
+/**
+ * Validates `value`: the output or a list of `path: message` strings, as a promise only when the
+ * validator is asynchronous (most answer at once, and a promise would cost every call a turn).
+ */
+export function validateInput<O>(
   schema: StandardSchemaV1<unknown, O>,
   value: unknown,
-): Promise<{ ok: true; value: O } | { ok: false; issues: string[] }> {
-  const result = await schema['~standard'].validate(value);
+): Validated<O> | Promise<Validated<O>> {
+  const result = schema['~standard'].validate(value);
+  return result instanceof Promise ? result.then(toValidated) : toValidated(result);
+}
+
+function toValidated<O>(result: StandardResult<O>): Validated<O> {
   if (result.issues === undefined) return { ok: true, value: result.value };
   return { ok: false, issues: result.issues.map(formatIssue) };
 }

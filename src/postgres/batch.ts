@@ -42,7 +42,8 @@ type Send = (text: string, values: unknown[]) => Promise<TransitionRow[]>;
 export function transitionBatcher(send: Send) {
   let queue: Waiting[] = [];
   let scheduled: ReturnType<typeof setImmediate> | undefined;
-  const inFlight = new Set<Promise<void>>();
+  // Statements sent and not yet answered (close waits for them); each removes itself when it ends.
+  const inFlight = new Set<Promise<unknown>>();
   // What the last flush tells about concurrency: when it sent one transition, that operation and whether
   // the transition settled it. Undefined after a flush of several, or a failure.
   let lastAlone: { id: unknown; ended: boolean } | undefined;
@@ -54,6 +55,22 @@ export function transitionBatcher(send: Send) {
   const track = (done: Promise<void>) => {
     inFlight.add(done);
     done.finally(() => inFlight.delete(done));
+  };
+  // Sends one transition alone, tracked in `inFlight`; the promise carries the rows or the error.
+  const sendAlone = (id: unknown, text: string, params: unknown[]): Promise<TransitionRow[]> => {
+    const sent: Promise<TransitionRow[]> = send(text, params).then(
+      (rows) => {
+        inFlight.delete(sent);
+        noteAlone(id, rows);
+        return rows;
+      },
+      (error: unknown) => {
+        inFlight.delete(sent);
+        throw error;
+      },
+    );
+    inFlight.add(sent);
+    return sent;
   };
 
   // A lone writer (the last flush held one transition, of this operation or of one it settled, and
@@ -117,16 +134,7 @@ export function transitionBatcher(send: Send) {
     lastAlone = undefined;
     if (batch.length === 1) {
       const only = batch[0]!;
-      const id = only.params[0];
-      track(
-        send(only.text, only.params).then(
-          (rows) => {
-            noteAlone(id, rows);
-            only.resolve(rows);
-          },
-          (error: unknown) => only.reject(error),
-        ),
-      );
+      sendAlone(only.params[0], only.text, only.params).then(only.resolve, only.reject);
       return;
     }
     const shapes = new Map<string, Waiting[]>();
@@ -152,17 +160,7 @@ export function transitionBatcher(send: Send) {
       const id = t.params[0];
       if (lone(id)) {
         lastAlone = undefined;
-        const sent = send(t.text, t.params).then((rows) => {
-          noteAlone(id, rows);
-          return rows;
-        });
-        track(
-          sent.then(
-            () => undefined,
-            () => undefined,
-          ),
-        );
-        return sent;
+        return sendAlone(id, t.text, t.params);
       }
       return new Promise<TransitionRow[]>((resolve, reject) => {
         queue.push({ ...t, resolve, reject });
@@ -175,7 +173,8 @@ export function transitionBatcher(send: Send) {
         clearImmediate(scheduled);
         flush();
       }
-      while (inFlight.size > 0) await Promise.all(inFlight);
+      // A lone send's promise rejects with its statement's error, which its caller hears of: not close.
+      while (inFlight.size > 0) await Promise.allSettled(inFlight);
     },
   };
 }

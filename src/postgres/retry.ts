@@ -77,19 +77,37 @@ export function isConnectionError(error: unknown): boolean {
  * Runs `attempt` and, while it fails with a connection error, waits a jittered, doubling backoff and
  * runs it again, at most `policy.retries` more times. `attempt` is told whether this is a retry, so a
  * write can first find out whether its earlier try committed. Any other error is thrown at once.
+ * The first try's promise is returned as it is when there is no policy, and only gets a `catch` when
+ * there is one: the common case pays no extra promise.
  */
-export async function withReconnect<T>(
+export function withReconnect<T>(
   policy: ReconnectPolicy | undefined,
   attempt: (retry: boolean) => Promise<T>,
 ): Promise<T> {
+  let first: Promise<T>;
+  try {
+    first = attempt(false);
+  } catch (error) {
+    first = Promise.reject(error);
+  }
+  return policy === undefined ? first : first.catch((error: unknown) => retryAfter(policy, error, attempt));
+}
+
+// The rest of withReconnect once the first try failed with `error`.
+async function retryAfter<T>(
+  policy: ReconnectPolicy,
+  error: unknown,
+  attempt: (retry: boolean) => Promise<T>,
+): Promise<T> {
   for (let failures = 0; ; failures++) {
+    if (failures >= policy.retries || !isConnectionError(error)) throw error;
+    // Full jitter: many processes that lost the same server do not all come back at the same instant.
+    const step = Math.min(policy.maxMs, policy.baseMs * 2 ** failures);
+    await policy.sleep(Math.round(step * policy.random()));
     try {
-      return await attempt(failures > 0);
-    } catch (error) {
-      if (policy === undefined || failures >= policy.retries || !isConnectionError(error)) throw error;
-      // Full jitter: many processes that lost the same server do not all come back at the same instant.
-      const step = Math.min(policy.maxMs, policy.baseMs * 2 ** failures);
-      await policy.sleep(Math.round(step * policy.random()));
+      return await attempt(true);
+    } catch (next) {
+      error = next;
     }
   }
 }

@@ -32,7 +32,18 @@ export class Drive extends RecordWriter {
   private baseline: unknown;
 
   /** Starts a reserved operation: baseline read, then execute. */
-  async start(): Promise<Completion> {
+  start(): Promise<Completion> {
+    // Most actions have neither a baseline nor an approval gate: they go straight on, without an async
+    // frame (a promise and its turns) of their own.
+    if (this.action.before || this.action.needsApproval) return this.startChecked();
+    return this.run.signal.aborted ? this.abortedBeforeExecute() : this.execute();
+  }
+
+  private abortedBeforeExecute(): Promise<Completion> {
+    return this.stayRequested({ status: 'failed', errorCode: 'aborted', reason: 'aborted before execute' });
+  }
+
+  private async startChecked(): Promise<Completion> {
     const { action } = this;
     if (action.before) {
       const read = () => readBaseline(this.env.clock, action, this.record.input, this.stepContext);
@@ -48,9 +59,7 @@ export class Drive extends RecordWriter {
         if (found) return found;
       }
     }
-    if (this.run.signal.aborted) {
-      return this.stayRequested({ status: 'failed', errorCode: 'aborted', reason: 'aborted before execute' });
-    }
+    if (this.run.signal.aborted) return this.abortedBeforeExecute();
     if (action.needsApproval && !this.shadow && (await this.needsReview())) return this.awaitApproval();
     return this.execute();
   }

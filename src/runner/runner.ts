@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../clock.js';
 import { isAction } from '../contract/define.js';
 import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
-import { validateInput } from '../schema.js';
+import { type Validated, validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
@@ -15,7 +15,7 @@ import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
 import { isShadowed, isShadowKey, type ShadowResult, ShadowState, shadowKey } from './shadow.js';
 import { NEVER_ABORTED } from './timeout.js';
-import type { RunTrace } from './trace.js';
+import { type RunTrace, settle } from './trace.js';
 import { type TraceOptions, Tracer } from './tracer.js';
 
 // How long a reserved record may sit in `requested` (its baseline read runs then) before a reconciler
@@ -215,9 +215,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
     if (signal.aborted)
       return early({ status: 'failed', errorCode: 'aborted', reason: 'aborted before start' });
-    let validated: Awaited<ReturnType<typeof validateInput<I>>>;
+    let validated: Validated<I>;
     try {
-      validated = await validateInput(action.input, rawInput);
+      const result = validateInput(action.input, rawInput);
+      validated = result instanceof Promise ? await result : result;
     } catch (error) {
       t?.selected(false, rawInput, { issues: ['validation threw'] });
       return early({
@@ -253,7 +254,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     }
     t?.selected(true, input, { target, argsHash });
     // A live tool under shadow runs as it did before readback: no authorization gate of readback's own.
-    const denial = shadowState ? undefined : await authorize(action, input, ctx);
+    const denial = shadowState || !action.authorize ? undefined : await authorize(action, input, ctx);
     t?.permission(action.authorize !== undefined, denial);
     if (denial) return early({ status: 'failed', errorCode: 'not_authorized', reason: denial }, target);
     if (fingerprint === undefined) {
@@ -295,8 +296,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     }
     const id = shadowId ?? newId();
     const now = clock.now();
-    // Deferred a tick so a store that throws synchronously is handled like one that rejects.
-    const reservation = Promise.resolve().then(() =>
+    // A store that throws synchronously is handled like one that rejects.
+    const reservation = settle(() =>
       store.reserve(
         {
           id,

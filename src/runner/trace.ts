@@ -402,7 +402,8 @@ export class RunTrace {
 }
 
 // Calls a step and returns its promise; a step that throws synchronously rejects, as it would in an async function.
-function settle<T>(step: () => Promise<T>): Promise<T> {
+/** Calls `step` and returns its promise; a synchronous throw becomes a rejection, as an async step's would. */
+export function settle<T>(step: () => Promise<T>): Promise<T> {
   try {
     return Promise.resolve(step());
   } catch (error) {

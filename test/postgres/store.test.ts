@@ -28,6 +28,40 @@ describe('loading pg', () => {
 
 const { available, tempSchema, schemas } = await pgSuite();
 
+describe.skipIf(!available)('postgresStore misuse', () => {
+  it('reserve and transition reject rather than throw synchronously, with ReadbackError instances', async () => {
+    const store = await postgresStore({ connectionString: PG_URL, schema: tempSchema() });
+    await store.reserve(newOp(1), ev('reserved'));
+    const calls: [() => Promise<unknown>, Record<string, unknown>][] = [
+      [
+        () => store.reserve({ ...newOp(2), id: '' }, ev('reserved')),
+        { code: 'invalid_options', field: 'op.id' },
+      ],
+      [
+        () => store.transition('op-1', ['requested'], { lifecycle: 'done' as 'settled' }, ev('x')),
+        { code: 'invalid_options', field: 'patch.lifecycle' },
+      ],
+      [
+        () => store.transition('op-1', ['requested'], { attempt: null as unknown as number }, ev('x')),
+        { code: 'invalid_options', field: 'patch.attempt' },
+      ],
+    ];
+    for (const [call, expected] of calls) {
+      let promise: Promise<unknown> | undefined;
+      expect(() => {
+        promise = call();
+      }).not.toThrow();
+      await expect(promise).rejects.toMatchObject({ name: 'ReadbackError', ...expected });
+    }
+    await store.close();
+    let closed: Promise<unknown> | undefined;
+    expect(() => {
+      closed = store.transition('op-1', ['requested'], { lifecycle: 'executing' }, ev('x'));
+    }).not.toThrow();
+    await expect(closed).rejects.toMatchObject({ code: 'store_closed' });
+  });
+});
+
 describe.skipIf(!available)('postgresStore across processes', () => {
   it('concurrent reserves of one key from two pools create one record', async () => {
     const schema = tempSchema();

@@ -444,6 +444,75 @@ describe('a drive that throws', () => {
     expect(executed).toBe(0);
   });
 
+  it('a store whose reserve throws instead of rejecting: the same failed / store_unavailable, nothing runs', async () => {
+    const store = memoryStore();
+    const broken: OperationStore = {
+      ...store,
+      reserve: () => {
+        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+      },
+    };
+    let executed = 0;
+    const { action } = harness({
+      execute: async () => {
+        executed++;
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ store: broken, clock: new FakeClock() });
+    const { result, unhandled } = await settleCatchingUnhandled(() => runner.run(action, {}, ctx));
+    expect(result.status).toBe('fulfilled');
+    const c = (result as PromiseFulfilledResult<Completion>).value;
+    expect(c).toMatchObject({ status: 'failed', errorCode: 'store_unavailable', nextAllowedAction: 'retry' });
+    expect(c.reason).toContain('SQLITE_IOERR');
+    expect(executed).toBe(0);
+    expect(unhandled).toEqual([]);
+  });
+
+  it('validators that answer at once or later, accept, refuse or throw: the same outcomes either way', async () => {
+    type Validate = StandardSchemaV1<unknown, In>['~standard']['validate'];
+    const schema = (validate: Validate): StandardSchemaV1<unknown, In> => ({
+      '~standard': { version: 1, vendor: 'test', validate },
+    });
+    const refuse = { issues: [{ message: 'must be on', path: ['flag'] }] };
+    const cases: [string, Validate, Partial<Completion>, number][] = [
+      ['sync accept', (value) => ({ value: value as In }), { status: 'verified' }, 1],
+      ['async accept', async (value) => ({ value: value as In }), { status: 'verified' }, 1],
+      [
+        'sync refuse',
+        () => refuse,
+        { status: 'failed', errorCode: 'invalid_input', reason: 'flag: must be on' },
+        0,
+      ],
+      [
+        'async refuse',
+        async () => refuse,
+        { status: 'failed', errorCode: 'invalid_input', reason: 'flag: must be on' },
+        0,
+      ],
+    ];
+    for (const [label, validate, expected, executes] of cases) {
+      const { action, runner, calls } = harness({ input: schema(validate) });
+      const c = await runner.run(action, { flag: 'on' }, ctx);
+      expect({ label, ...c }).toMatchObject({ label, ...expected });
+      expect([label, calls.execute]).toEqual([label, executes]);
+    }
+    for (const validate of [
+      () => {
+        throw new Error('schema exploded');
+      },
+      async () => {
+        throw new Error('schema exploded');
+      },
+    ] as Validate[]) {
+      const { action, runner, calls } = harness({ input: schema(validate) });
+      const c = await runner.run(action, { flag: 'on' }, ctx);
+      expect(c).toMatchObject({ status: 'failed', errorCode: 'invalid_input' });
+      expect(c.reason).toBe('validation threw: schema exploded');
+      expect(calls.execute).toBe(0);
+    }
+  });
+
   it('a closed store is misuse and still throws', async () => {
     const store = memoryStore();
     await store.close();
