@@ -42,12 +42,11 @@ export function evaluate<I, O>(
     freshCheck = asCheck(action.fresh(observed, ctx, input), 'fresh');
     checks.push(freshCheck);
   }
-  const stateChecks = checks.filter((c) => c !== freshCheck);
   let verdict: Verdict;
   if (units) {
     verdict = units.failed === 0 ? 'pass' : units.passed === 0 ? 'mismatch' : 'partial';
   } else {
-    verdict = stateChecks.every((c) => c.pass) ? 'pass' : 'mismatch';
+    verdict = checks.every((c) => c === freshCheck || c.pass) ? 'pass' : 'mismatch';
   }
   // A matching record that is not provably fresh may be the old state: it proves nothing either way.
   if (verdict === 'pass' && freshCheck && !freshCheck.pass) verdict = 'stale';
@@ -79,19 +78,31 @@ function normalize(
   if (typeof expectation !== 'object' || expectation === null) {
     throw new InvalidExpectation(`expect() returned ${expectation === null ? 'null' : typeof expectation}`);
   }
-  const fields = Object.entries(expectation);
-  if (fields.length === 0) throw new InvalidExpectation('expect() returned no expected fields');
+  const names = Object.keys(expectation);
+  if (names.length === 0) throw new InvalidExpectation('expect() returned no expected fields');
   if (typeof observed !== 'object' || observed === null) {
     throw new InvalidExpectation('expected fields, but the observation is not a record');
   }
   const record = observed as Record<string, unknown>;
-  const checks = fields.map(([name, expected]) => ({
-    name,
-    pass: plainEqual(record[name], expected),
-    expected,
-    observed: record[name],
-  }));
-  return { checks, evidence: Object.fromEntries(fields.map(([name]) => [name, toPlain(record[name])])) };
+  const checks: Check[] = [];
+  const evidence: Record<string, unknown> = {};
+  // One pass over the fields, without the pair arrays of Object.entries and fromEntries.
+  for (const name of names) {
+    const expected = (expectation as Record<string, unknown>)[name];
+    const seen = record[name];
+    checks.push({ name, pass: plainEqual(seen, expected), expected, observed: seen });
+    setField(evidence, name, toPlain(seen));
+  }
+  return { checks, evidence };
+}
+
+// A field named "__proto__" must stay an own key of the evidence, as fromEntries kept it.
+function setField(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
 }
 
 function unitChecks(units: Unit[]): {

@@ -208,11 +208,10 @@ export class Drive extends RecordWriter {
       return this.resolveInDoubt();
     }
     const recorded = toRecordable(isRejected(raw) || isAccepted(raw) ? (raw.raw ?? null) : raw);
-    this.pendingDetail = {
-      raw: recorded.value,
-      ...(recorded.unusable ? { rawUnusable: recorded.unusable } : {}),
-      ...this.shadowClaim(),
-    };
+    const detail: Record<string, unknown> = { raw: recorded.value };
+    if (recorded.unusable) detail.rawUnusable = recorded.unusable;
+    if (this.shadow) detail.shadowClaim = this.shadow.claimed;
+    this.pendingDetail = detail;
 
     if (isRejected(raw)) {
       return this.finish({ status: 'failed', errorCode: raw.code, reason: raw.reason, next: 'repair' });

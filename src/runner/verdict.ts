@@ -16,20 +16,30 @@ export function seenFacts(
 
 /** Maps a verdict that settles the operation (pass, partial, wrong scope) to its outcome facts. */
 export function settledByVerdict(evaluation: Evaluation, at: number): SettledFacts | undefined {
-  const seen = seenFacts(evaluation, at);
+  const { checks, evidence } = evaluation;
   switch (evaluation.verdict) {
     case 'pass':
-      return { ...seen, status: 'verified', units: evaluation.units };
+      // One literal per verdict (a spread of the seen facts made a second object on every settle).
+      return { checks, evidence, observedAt: at, status: 'verified', units: evaluation.units };
     case 'partial':
       return {
-        ...seen,
+        checks,
+        evidence,
+        observedAt: at,
         status: 'partial',
         units: evaluation.units,
         errorCode: 'readback_mismatch',
         reason: `${evaluation.units?.failed} of ${evaluation.units?.required} units did not apply`,
       };
     case 'wrong_scope':
-      return { ...seen, status: 'failed', errorCode: 'wrong_scope', reason: 'observed in another scope' };
+      return {
+        checks,
+        evidence,
+        observedAt: at,
+        status: 'failed',
+        errorCode: 'wrong_scope',
+        reason: 'observed in another scope',
+      };
     default:
       return undefined;
   }
