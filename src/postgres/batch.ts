@@ -24,8 +24,8 @@ interface Waiting extends QueuedTransition {
 // A bound on one statement's parameters (and the time its row locks are held), far above a reconciler round.
 const MAX_BATCH = 500;
 
-/** Runs a statement once (no retry) and resolves to its rows. */
-type Send = (text: string, values: unknown[]) => Promise<TransitionRow[]>;
+/** Runs a statement once (no retry) and resolves to its result (the rows are read here, in one `then`). */
+type Send = (text: string, values: unknown[]) => Promise<{ rows: TransitionRow[] }>;
 
 /**
  * Group commit for transitions: every transition queued during one turn of the event loop is sent on
@@ -51,7 +51,7 @@ export function transitionBatcher(send: Send) {
   const noteAlone = (id: unknown, rows: TransitionRow[]) => {
     lastAlone = { id, ended: rows[0]?.lifecycle === 'settled' };
   };
-  const alone = (t: Waiting) => send(t.text, t.params).then(t.resolve, t.reject);
+  const alone = (t: Waiting) => send(t.text, t.params).then((result) => t.resolve(result.rows), t.reject);
   const track = (done: Promise<void>) => {
     inFlight.add(done);
     done.finally(() => inFlight.delete(done));
@@ -59,7 +59,7 @@ export function transitionBatcher(send: Send) {
   // Sends one transition alone, tracked in `inFlight`; the promise carries the rows or the error.
   const sendAlone = (id: unknown, text: string, params: unknown[]): Promise<TransitionRow[]> => {
     const sent: Promise<TransitionRow[]> = send(text, params).then(
-      (rows) => {
+      ({ rows }) => {
         inFlight.delete(sent);
         noteAlone(id, rows);
         return rows;
@@ -90,7 +90,7 @@ export function transitionBatcher(send: Send) {
     try {
       // One JSON parameter holding every transition's parameters: the statement text stays fixed (so it
       // is prepared once per connection), and JSON.stringify is far cheaper than pg's array literals.
-      rows = await send(wave[0]!.batchText(), [JSON.stringify(wave.map((t) => t.params))]);
+      ({ rows } = await send(wave[0]!.batchText(), [JSON.stringify(wave.map((t) => t.params))]));
     } catch (error) {
       if (isConnectionError(error)) {
         for (const t of wave) t.reject(error);

@@ -60,7 +60,6 @@ export interface PgStoreBinding {
 }
 
 const rowsOf = (result: PgResult) => result.rows;
-const same = <T>(value: T): T => value;
 
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
 type WrittenRow = OperationRow & { event_seq?: number };
@@ -148,7 +147,15 @@ export function createPostgresStore({
       return Promise.reject(error);
     }
   };
-  const batcher = groupCommit ? transitionBatcher((text, values) => once(text, values)) : undefined;
+  // Like `once`, but resolves to the whole result, so a caller reading the rows needs no `then` of ours.
+  const sendOnce = <Row>(text: string, values: unknown[]): Promise<{ rows: Row[] }> => {
+    try {
+      return query(text, values) as Promise<unknown> as Promise<{ rows: Row[] }>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  const batcher = groupCommit ? transitionBatcher(sendOnce<WrittenRow>) : undefined;
   // Reads, claims and renewals: safe to run again after a connection error (see above).
   const rows = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
     withReconnect(reconnect, () => once<Row>(text, values));
@@ -163,9 +170,11 @@ export function createPostgresStore({
     values: unknown[],
     id: string,
     writeId: string,
-    apply: (written: WrittenRow[]) => T,
+    apply: (written: WrittenRow[]) => T | Promise<T>,
     found: (write: FoundWrite) => T,
     first?: () => Promise<WrittenRow[]>,
+    /** Turns a statement's error into the caller's (it rethrows what it does not know). */
+    refine?: (error: unknown) => never,
   ): Promise<T> => {
     const lookUp = async () => {
       const [write] = await once<FoundWrite>(sql.selectWrite, [id, writeId]);
@@ -193,9 +202,11 @@ export function createPostgresStore({
       }
       return apply(written);
     };
-    return withReconnect(reconnect, (retry) =>
-      retry ? again() : (first ? first() : once<WrittenRow>(text, values)).then(apply),
-    );
+    return withReconnect(reconnect, (retry) => {
+      if (retry) return refine ? again().catch(refine) : again();
+      if (first) return first().then(apply, refine);
+      return sendOnce<WrittenRow>(text, values).then((result) => apply(result.rows), refine);
+    });
   };
 
   // Appends an event's columns to a statement's parameters, in the order the statements bind them.
@@ -279,6 +290,16 @@ export function createPostgresStore({
     );
   };
 
+  // The record a reserve found under its key (perhaps committed a moment ago by another process, which
+  // ON CONFLICT waited for); this new statement's snapshot sees it. Records are never deleted.
+  const reservedBefore = async (key: string) => {
+    const existing = await byKey(key);
+    if (existing === null) {
+      throw new ReadbackError('store_conflict', `idempotency key ${key} conflicted but is gone`);
+    }
+    return { record: existing, created: false };
+  };
+
   const byKey = async (key: string) => {
     const [row] = await rows<OperationRow>(sql.selectByKey, [key]);
     return row === undefined ? null : recordFromRow(row);
@@ -299,22 +320,16 @@ export function createPostgresStore({
         return Promise.reject(error);
       }
       // Our own seq-1 event means the record is ours; otherwise ON CONFLICT found someone else's key.
-      return writeOnce(sql.reserve, values, op.id, values.at(-1) as string, same, (write) => [write]).then(
-        ([inserted]) =>
-          inserted !== undefined
-            ? { record: recordFromRow(inserted), created: true }
-            : // The key exists (perhaps committed a moment ago by another process, which ON CONFLICT
-              // waited for); this new statement's snapshot sees it. Records are never deleted.
-              byKey(op.idempotencyKey).then((existing) => {
-                if (existing === null) {
-                  throw new ReadbackError(
-                    'store_conflict',
-                    `idempotency key ${op.idempotencyKey} conflicted but is gone`,
-                  );
-                }
-                return { record: existing, created: false };
-              }),
-        (error: unknown) => {
+      const created = (row: OperationRow) => ({ record: recordFromRow(row), created: true });
+      return writeOnce(
+        sql.reserve,
+        values,
+        op.id,
+        values.at(-1) as string,
+        ([inserted]) => (inserted !== undefined ? created(inserted) : reservedBefore(op.idempotencyKey)),
+        created,
+        undefined,
+        (error) => {
           // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
           if (isUniqueViolation(error, 'operations_pkey')) {
             throw new ReadbackError(
