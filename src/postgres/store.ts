@@ -61,6 +61,19 @@ export interface PgStoreBinding {
 
 const rowsOf = (result: PgResult) => result.rows;
 
+/** One transition shape (columns and guards) with its statement texts; the batch text is built on first use. */
+interface TransitionShape {
+  key: string;
+  text: string;
+  batchText: () => string;
+}
+
+/** A trie node of transition shapes: children by the next column name, shapes by guard flags. */
+interface ShapeNode {
+  next: Map<string, ShapeNode>;
+  byGuards: (TransitionShape | undefined)[];
+}
+
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
 type WrittenRow = OperationRow & { event_seq?: number };
 
@@ -94,18 +107,42 @@ export function createPostgresStore({
   groupCommit = false,
 }: PgStoreBinding): OperationStore {
   const sql = statementsFor(tables);
-  // A transition's text depends only on its columns and guards, and the same few shapes repeat on every
-  // action: build each once (and so hash it once for its statement name) rather than on every write.
-  const transitionTexts = new Map<string, string>();
-  const cachedText = (key: string, build: () => string) => {
-    let text = transitionTexts.get(key);
-    if (text === undefined) {
-      // Shapes are bounded by the code paths that write, but a caller's odd patches must not grow this forever.
-      if (transitionTexts.size >= MAX_CACHED_TEXTS) transitionTexts.clear();
-      text = build();
-      transitionTexts.set(key, text);
+  // A transition's texts depend only on its columns and guards, and the same few shapes repeat on every
+  // action: each is built once (and so hashed once for its statement name), and found again through a trie
+  // keyed by the column names (constants, whose hashes are cached) instead of a key string built per write.
+  let shapes: ShapeNode = { next: new Map(), byGuards: [] };
+  let shapeCount = 0;
+  const shapeOf = (columns: string[], leaseToken: boolean, attempt: boolean): TransitionShape => {
+    let node = shapes;
+    for (const column of columns) {
+      let child = node.next.get(column);
+      if (child === undefined) {
+        child = { next: new Map(), byGuards: [] };
+        node.next.set(column, child);
+      }
+      node = child;
     }
-    return text;
+    const guards = (leaseToken ? 1 : 0) + (attempt ? 2 : 0);
+    let shape = node.byGuards[guards];
+    if (shape === undefined) {
+      // Shapes are bounded by the code paths that write, but a caller's odd patches must not grow this forever.
+      if (++shapeCount > MAX_CACHED_TEXTS) {
+        shapes = { next: new Map(), byGuards: [] };
+        shapeCount = 0;
+      }
+      const guard = { leaseToken, attempt };
+      let batchText: string | undefined;
+      shape = {
+        key: `${columns.join(',')}|${guards}`,
+        text: transitionSql(tables, columns, guard),
+        batchText: () => {
+          batchText ??= transitionBatchSql(tables, columns, guard);
+          return batchText;
+        },
+      };
+      node.byGuards[guards] = shape;
+    }
+    return shape;
   };
   let closed = false;
 
@@ -176,37 +213,51 @@ export function createPostgresStore({
     /** Turns a statement's error into the caller's (it rethrows what it does not know). */
     refine?: (error: unknown) => never,
   ): Promise<T> => {
+    const firstTry = (): Promise<T> =>
+      first
+        ? first().then(apply, refine)
+        : sendOnce<WrittenRow>(text, values).then((result) => apply(result.rows), refine);
+    // The retry path (and its closures) is only built for a pool readback owns, which may reconnect.
+    if (reconnect === undefined) return firstTry();
+    return withReconnect(reconnect, (retry) => {
+      if (!retry) return firstTry();
+      const again = retryWrite(text, values, id, writeId, apply, found);
+      return refine ? again.catch(refine) : again;
+    });
+  };
+
+  /** A write's retry after a lost connection: its own earlier write if that committed, else the statement again. */
+  const retryWrite = async <T>(
+    text: string,
+    values: unknown[],
+    id: string,
+    writeId: string,
+    apply: (written: WrittenRow[]) => T | Promise<T>,
+    found: (write: FoundWrite) => T,
+  ): Promise<T> => {
     const lookUp = async () => {
       const [write] = await once<FoundWrite>(sql.selectWrite, [id, writeId]);
       return write === undefined ? undefined : found(write);
     };
-    // A retry first looks for its own earlier write; the first try just runs.
-    const again = async (): Promise<T> => {
-      const earlier = await lookUp();
-      if (earlier !== undefined) return earlier;
-      let written: WrittenRow[];
-      try {
-        written = await once<WrittenRow>(text, values);
-      } catch (error) {
-        // The first try committed after the look-up above: this one was refused by the write-id index.
-        if (isUniqueViolation(error, 'events_write_id')) {
-          const late = await lookUp();
-          if (late !== undefined) return late;
-        }
-        throw error;
-      }
-      // A retry whose compare-and-set no longer matched may be looking at the first try's own change.
-      if (written.length === 0) {
+    const earlier = await lookUp();
+    if (earlier !== undefined) return earlier;
+    let written: WrittenRow[];
+    try {
+      written = await once<WrittenRow>(text, values);
+    } catch (error) {
+      // The first try committed after the look-up above: this one was refused by the write-id index.
+      if (isUniqueViolation(error, 'events_write_id')) {
         const late = await lookUp();
         if (late !== undefined) return late;
       }
-      return apply(written);
-    };
-    return withReconnect(reconnect, (retry) => {
-      if (retry) return refine ? again().catch(refine) : again();
-      if (first) return first().then(apply, refine);
-      return sendOnce<WrittenRow>(text, values).then((result) => apply(result.rows), refine);
-    });
+      throw error;
+    }
+    // A retry whose compare-and-set no longer matched may be looking at the first try's own change.
+    if (written.length === 0) {
+      const late = await lookUp();
+      if (late !== undefined) return late;
+    }
+    return apply(written);
   };
 
   // Appends an event's columns to a statement's parameters, in the order the statements bind them.
@@ -256,9 +307,11 @@ export function createPostgresStore({
     event: NewEvent,
     guard: TransitionGuard,
   ): Promise<OperationRecord | null> => {
-    const shape = { leaseToken: guard.leaseToken !== undefined, attempt: guard.attempt !== undefined };
-    const key = `${columns.join(',')}|${shape.leaseToken ? 1 : 0}${shape.attempt ? 1 : 0}`;
-    const text = cachedText(key, () => transitionSql(tables, columns, shape));
+    const { key, text, batchText } = shapeOf(
+      columns,
+      guard.leaseToken !== undefined,
+      guard.attempt !== undefined,
+    );
     const params = values;
     params.unshift(id, from.slice(), updatedAt);
     if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
@@ -272,7 +325,7 @@ export function createPostgresStore({
             batcher.enqueue({
               key,
               text,
-              batchText: () => cachedText(`batch|${key}`, () => transitionBatchSql(tables, columns, shape)),
+              batchText,
               params,
             })
         : undefined;
