@@ -138,7 +138,7 @@ async function handSystem(pool) {
     ]);
     if (reserved.rowCount !== 1) return false;
     const executing = await run(toExecuting, [
-      ...[id, ['requested', 'executing'], now, 'executing', 1, now, null, now + 60_000, 0],
+      ...[id, ['requested'], now, 'executing', 1, now, null, now + 60_000, 0],
       ...[RECORD_SCHEMA_VERSION, now, 'executing', null, null, 1, null],
     ]);
     if (executing.rowCount !== 1) return false;

@@ -78,11 +78,11 @@ async function runnerSteps(durability, groupCommit) {
 
 const OP_COLUMNS = 27;
 // The runner's two UPDATEs for a committed action, as `updateOperationSql` builds them: the move to
-// executing (allowed from requested or executing) and the settle. `checkSameStatements` proves at start
-// that these, with INSERT_OPERATION and INSERT_EVENT, are exactly the writes the store issues.
+// executing (from requested, under the attempt guard) and the settle. `checkSameStatements` proves at
+// start that these, with INSERT_OPERATION and INSERT_EVENT, are exactly the writes the store issues.
 const TO_EXECUTING = updateOperationSql(
   ['lifecycle', 'attempt', 'executed_at', 'in_flight_until', 'next_poll_at'],
-  2,
+  1,
 );
 const TO_SETTLED = updateOperationSql(
   ['lifecycle', 'status', 'completion', 'next_poll_at', 'last_observed_at'],
@@ -151,22 +151,8 @@ async function handSteps(durability) {
       insertEvent.run(id, id, 1, now, 'reserved', null, 'requested', null, null, 0, null);
     });
     tx(() => {
-      // lifecycle, attempt, executed_at, in_flight_until, next_poll_at, updated_at; id, 2 from; guards.
-      toExecuting.get(
-        'executing',
-        1,
-        now,
-        null,
-        now + 60_000,
-        now,
-        id,
-        'requested',
-        'executing',
-        0,
-        null,
-        1,
-        0,
-      );
+      // lifecycle, attempt, executed_at, in_flight_until, next_poll_at, updated_at; id, from; guards.
+      toExecuting.get('executing', 1, now, null, now + 60_000, now, id, 'requested', 0, null, 1, 0);
       insertEvent.run(id, id, 1, now, 'executing', 'requested', 'executing', null, null, 1, null);
     });
     await Promise.resolve(rows.set(`r${i}`, { status: 'done' }));

@@ -160,8 +160,11 @@ export class Drive extends RecordWriter {
     const { action, env } = this;
     const now = env.clock.now();
     const attempt = this.record.attempt + 1;
+    // From the lifecycle this drive saw (with the attempt guard, as exact as allowing either): a single
+    // lifecycle lets a store skip reading which one the row was in for the event's `from`.
+    const seen = this.record.lifecycle;
     const moved = await this.move(
-      ['requested', 'executing'],
+      seen === 'requested' || seen === 'executing' ? [seen] : ['requested', 'executing'],
       {
         lifecycle: 'executing',
         attempt,
