@@ -248,7 +248,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     try {
       const inputJson = input === undefined ? undefined : canonicalJson(input);
       fingerprint = fingerprintOf(action.name, target, inputJson, scope);
-      argsHash = hashText(inputJson ?? 'null');
+      if (t) argsHash = hashText(inputJson ?? 'null');
     } catch {
       // Reported after the permission step, as the copying path words it (see below).
     }
