@@ -8,6 +8,7 @@ import {
   recordFromRow,
   recordParams,
 } from '../sqlite/rows.js';
+import { columnNode, columnTrie } from '../store/column-trie.js';
 import {
   IDENTITY_FIELDS,
   newRecord,
@@ -68,17 +69,27 @@ interface TransitionShape {
   batchText: () => string;
 }
 
-/** A trie node of transition shapes: children by the next column name, shapes by guard flags. */
-interface ShapeNode {
-  next: Map<string, ShapeNode>;
-  byGuards: (TransitionShape | undefined)[];
-}
-
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
 type WrittenRow = OperationRow & { event_seq?: number };
 
 /** A `selectWrite` row: the event a write appended (`seq`) and the operation as it is now. */
 type FoundWrite = OperationRow & { seq: number; event_seq: number };
+
+/** What a reserve answers. */
+type Reservation = { record: OperationRecord; created: boolean };
+
+/** One write: its statement, the write id its event carries, and how its rows (or its found event) answer. */
+interface Write<T> {
+  text: string;
+  values: unknown[];
+  /** The operation written. */
+  id: string;
+  writeId: string;
+  /** The answer from the statement's rows. */
+  apply: (written: WrittenRow[]) => T | Promise<T>;
+  /** The answer from the write's own event, found by a retry after a lost connection. */
+  found: (write: FoundWrite) => T;
+}
 
 // Which statements are retried after a connection error, and why that is safe (withReconnect only
 // retries when the connection failed, so the statement either never ran or its COMMIT outcome is unknown):
@@ -110,24 +121,16 @@ export function createPostgresStore({
   // A transition's texts depend only on its columns and guards, and the same few shapes repeat on every
   // action: each is built once (and so hashed once for its statement name), and found again through a trie
   // keyed by the column names (constants, whose hashes are cached) instead of a key string built per write.
-  let shapes: ShapeNode = { next: new Map(), byGuards: [] };
+  let shapes = columnTrie<TransitionShape>();
   let shapeCount = 0;
   const shapeOf = (columns: string[], leaseToken: boolean, attempt: boolean): TransitionShape => {
-    let node = shapes;
-    for (const column of columns) {
-      let child = node.next.get(column);
-      if (child === undefined) {
-        child = { next: new Map(), byGuards: [] };
-        node.next.set(column, child);
-      }
-      node = child;
-    }
+    const node = columnNode(shapes, columns);
     const guards = (leaseToken ? 1 : 0) + (attempt ? 2 : 0);
-    let shape = node.byGuards[guards];
+    let shape = node.values[guards];
     if (shape === undefined) {
       // Shapes are bounded by the code paths that write, but a caller's odd patches must not grow this forever.
       if (++shapeCount > MAX_CACHED_TEXTS) {
-        shapes = { next: new Map(), byGuards: [] };
+        shapes = columnTrie();
         shapeCount = 0;
       }
       const guard = { leaseToken, attempt };
@@ -140,7 +143,7 @@ export function createPostgresStore({
           return batchText;
         },
       };
-      node.byGuards[guards] = shape;
+      node.values[guards] = shape;
     }
     return shape;
   };
@@ -199,20 +202,15 @@ export function createPostgresStore({
 
   /**
    * Runs a write that appends an event tagged `writeId`, at most once even when a connection dies
-   * mid-commit. `found` turns the write's own event, once seen, into the call's answer. `first`, when
-   * given, makes the first try (a group commit); retries send `text` alone.
+   * mid-commit. `first`, when given, makes the first try (a group commit); retries send `text` alone.
    */
   const writeOnce = <T>(
-    text: string,
-    values: unknown[],
-    id: string,
-    writeId: string,
-    apply: (written: WrittenRow[]) => T | Promise<T>,
-    found: (write: FoundWrite) => T,
+    write: Write<T>,
     first?: () => Promise<WrittenRow[]>,
     /** Turns a statement's error into the caller's (it rethrows what it does not know). */
     refine?: (error: unknown) => never,
   ): Promise<T> => {
+    const { text, values, apply } = write;
     const firstTry = (): Promise<T> =>
       first
         ? first().then(apply, refine)
@@ -221,20 +219,13 @@ export function createPostgresStore({
     if (reconnect === undefined) return firstTry();
     return withReconnect(reconnect, (retry) => {
       if (!retry) return firstTry();
-      const again = retryWrite(text, values, id, writeId, apply, found);
+      const again = retryWrite(write);
       return refine ? again.catch(refine) : again;
     });
   };
 
   /** A write's retry after a lost connection: its own earlier write if that committed, else the statement again. */
-  const retryWrite = async <T>(
-    text: string,
-    values: unknown[],
-    id: string,
-    writeId: string,
-    apply: (written: WrittenRow[]) => T | Promise<T>,
-    found: (write: FoundWrite) => T,
-  ): Promise<T> => {
+  const retryWrite = async <T>({ text, values, id, writeId, apply, found }: Write<T>): Promise<T> => {
     const lookUp = async () => {
       const [write] = await once<FoundWrite>(sql.selectWrite, [id, writeId]);
       return write === undefined ? undefined : found(write);
@@ -333,12 +324,14 @@ export function createPostgresStore({
     // A write found after a lost connection answers with the record only while it is still the latest
     // change; otherwise null, and the caller re-reads as it does for any compare-and-set it lost.
     return writeOnce(
-      text,
-      params,
-      id,
-      params.at(-1) as string,
-      ([updated]) => (updated === undefined ? null : recordFromRow(updated)),
-      (write) => (write.seq === write.event_seq ? recordFromRow(write) : null),
+      {
+        text,
+        values: params,
+        id,
+        writeId: params.at(-1) as string,
+        apply: ([updated]) => (updated === undefined ? null : recordFromRow(updated)),
+        found: (write) => (write.seq === write.event_seq ? recordFromRow(write) : null),
+      },
       first,
     );
   };
@@ -374,26 +367,26 @@ export function createPostgresStore({
       }
       // Our own seq-1 event means the record is ours; otherwise ON CONFLICT found someone else's key.
       const created = (row: OperationRow) => ({ record: recordFromRow(row), created: true });
-      return writeOnce(
-        sql.reserve,
+      const write: Write<Reservation> = {
+        text: sql.reserve,
         values,
-        op.id,
-        values.at(-1) as string,
-        ([inserted]) => (inserted !== undefined ? created(inserted) : reservedBefore(op.idempotencyKey)),
-        created,
-        undefined,
-        (error) => {
-          // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
-          if (isUniqueViolation(error, 'operations_pkey')) {
-            throw new ReadbackError(
-              'store_conflict',
-              `operation ${op.id} already exists under a different idempotency key`,
-              'op.id',
-            );
-          }
-          throw error;
-        },
-      );
+        id: op.id,
+        writeId: values.at(-1) as string,
+        apply: ([inserted]) =>
+          inserted !== undefined ? created(inserted) : reservedBefore(op.idempotencyKey),
+        found: created,
+      };
+      return writeOnce(write, undefined, (error) => {
+        // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
+        if (isUniqueViolation(error, 'operations_pkey')) {
+          throw new ReadbackError(
+            'store_conflict',
+            `operation ${op.id} already exists under a different idempotency key`,
+            'op.id',
+          );
+        }
+        throw error;
+      });
     },
 
     transition(id, from, patch, event, guard = {}) {

@@ -1,3 +1,4 @@
+import { columnNode, columnTrie } from '../store/column-trie.js';
 import type { Lifecycle, ListFilter } from '../store/types.js';
 import { OPEN_LIFECYCLES } from '../store/types.js';
 import type { SqliteValue } from './driver.js';
@@ -69,19 +70,11 @@ export function updateOperationSql(columns: readonly string[], fromCount: number
   // hashing it for the statement cache) each time was a measurable part of a fast action's cost.
   // Odd callers can order patch keys any way they like, so bound the trie rather than let it grow forever.
   if (shapeCount >= 1024) {
-    updateShapes = { next: new Map(), sql: [] };
+    updateShapes = columnTrie();
     shapeCount = 0;
   }
-  let node = updateShapes;
-  for (const column of columns) {
-    let child = node.next.get(column);
-    if (child === undefined) {
-      child = { next: new Map(), sql: [] };
-      node.next.set(column, child);
-    }
-    node = child;
-  }
-  let sql = node.sql[fromCount];
+  const node = columnNode(updateShapes, columns);
+  let sql = node.values[fromCount];
   if (sql === undefined) {
     // Column names come only from PATCH_COLUMNS (rows.ts), never from a caller's data.
     const sets = [...columns.map((c) => `${c} = ?`), 'updated_at = ?'];
@@ -89,19 +82,14 @@ export function updateOperationSql(columns: readonly string[], fromCount: number
     WHERE id = ? AND lifecycle IN (${placeholders(fromCount)}) AND lifecycle <> 'settled'
       AND (? = 0 OR lease_token IS ?) AND (? = 0 OR attempt IS ?)
     RETURNING ${OPERATION_COLUMNS}`;
-    node.sql[fromCount] = sql;
+    node.values[fromCount] = sql;
     shapeCount++;
   }
   return sql;
 }
 
-interface ShapeNode {
-  next: Map<string, ShapeNode>;
-  /** The statement for this column list, by the number of lifecycles it may move from. */
-  sql: string[];
-}
-
-let updateShapes: ShapeNode = { next: new Map(), sql: [] };
+// The UPDATE for each column list, by the number of lifecycles it may move from.
+let updateShapes = columnTrie<string>();
 let shapeCount = 0;
 
 /** Appends one event with seq = the operation's next position; runs under the write lock, so no two writers get one seq. */

@@ -416,57 +416,46 @@ describe('a drive that throws', () => {
     expect(unhandled).toEqual([]);
   });
 
-  it('a store that cannot reserve: failed / store_unavailable, and execute never runs', async () => {
+  it('a store that cannot reserve, rejecting or throwing: failed / store_unavailable, and execute never runs', async () => {
     const store = memoryStore();
-    const broken: OperationStore = {
-      ...store,
-      reserve: () =>
-        Promise.reject(
-          Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' }),
-        ),
-    };
-    let executed = 0;
-    const { action } = harness({
-      execute: async () => {
-        executed++;
-        return { ok: true };
-      },
+    const readOnly = Object.assign(new Error('attempt to write a readonly database'), {
+      code: 'SQLITE_READONLY',
     });
-    const runner = createRunner({ store: broken, clock: new FakeClock() });
-    const c = await runner.run(action, {}, ctx);
-    expect(c).toMatchObject({
-      status: 'failed',
-      errorCode: 'store_unavailable',
-      nextAllowedAction: 'retry',
-      safeToRepeat: true,
-    });
-    expect(c.reason).toContain('SQLITE_READONLY');
-    expect(executed).toBe(0);
-  });
-
-  it('a store whose reserve throws instead of rejecting: the same failed / store_unavailable, nothing runs', async () => {
-    const store = memoryStore();
-    const broken: OperationStore = {
-      ...store,
-      reserve: () => {
-        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
-      },
-    };
-    let executed = 0;
-    const { action } = harness({
-      execute: async () => {
-        executed++;
-        return { ok: true };
-      },
-    });
-    const runner = createRunner({ store: broken, clock: new FakeClock() });
-    const { result, unhandled } = await settleCatchingUnhandled(() => runner.run(action, {}, ctx));
-    expect(result.status).toBe('fulfilled');
-    const c = (result as PromiseFulfilledResult<Completion>).value;
-    expect(c).toMatchObject({ status: 'failed', errorCode: 'store_unavailable', nextAllowedAction: 'retry' });
-    expect(c.reason).toContain('SQLITE_IOERR');
-    expect(executed).toBe(0);
-    expect(unhandled).toEqual([]);
+    const ioError = Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+    const broken: [string, OperationStore][] = [
+      ['SQLITE_READONLY', { ...store, reserve: () => Promise.reject(readOnly) }],
+      [
+        'SQLITE_IOERR',
+        {
+          ...store,
+          reserve: () => {
+            throw ioError;
+          },
+        },
+      ],
+    ];
+    for (const [code, failing] of broken) {
+      let executed = 0;
+      const { action } = harness({
+        execute: async () => {
+          executed++;
+          return { ok: true };
+        },
+      });
+      const runner = createRunner({ store: failing, clock: new FakeClock() });
+      const { result, unhandled } = await settleCatchingUnhandled(() => runner.run(action, {}, ctx));
+      expect(result.status).toBe('fulfilled');
+      const c = (result as PromiseFulfilledResult<Completion>).value;
+      expect(c).toMatchObject({
+        status: 'failed',
+        errorCode: 'store_unavailable',
+        nextAllowedAction: 'retry',
+        safeToRepeat: true,
+      });
+      expect(c.reason).toContain(code);
+      expect(executed).toBe(0);
+      expect(unhandled).toEqual([]);
+    }
   });
 
   it('validators that answer at once or later, accept, refuse or throw: the same outcomes either way', async () => {
