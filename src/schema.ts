@@ -44,7 +44,11 @@ export function validateInput<O>(
   value: unknown,
 ): Validated<O> | Promise<Validated<O>> {
   const result = schema['~standard'].validate(value);
-  return result instanceof Promise ? result.then(toValidated) : toValidated(result);
+  // Any thenable counts as asynchronous (and becomes a native promise), not only this realm's Promise.
+  if (typeof (result as { then?: unknown }).then === 'function') {
+    return Promise.resolve(result).then(toValidated);
+  }
+  return toValidated(result as StandardResult<O>);
 }
 
 function toValidated<O>(result: StandardResult<O>): Validated<O> {

@@ -486,6 +486,22 @@ describe('a drive that throws', () => {
       expect({ label, ...c }).toMatchObject({ label, ...expected });
       expect([label, calls.execute]).toEqual([label, executes]);
     }
+    // A thenable that is not this realm's Promise (another library's, or another realm's) is awaited too:
+    // execute gets the value it resolves to.
+    const seen: unknown[] = [];
+    const thenable = (value: unknown) => ({
+      // biome-ignore lint/suspicious/noThenProperty: a promise-like from outside this realm is the point.
+      then: (resolve: (r: unknown) => void) => resolve({ value: { ...(value as In), normalized: true } }),
+    });
+    const { action: viaThenable, runner: thenRunner } = harness({
+      input: schema(thenable as unknown as Validate),
+      execute: async (input) => {
+        seen.push(input);
+        return { ok: true };
+      },
+    });
+    expect(await thenRunner.run(viaThenable, { flag: 'on' }, ctx)).toMatchObject({ status: 'verified' });
+    expect(seen).toEqual([{ flag: 'on', normalized: true }]);
     for (const validate of [
       () => {
         throw new Error('schema exploded');
