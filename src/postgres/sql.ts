@@ -290,6 +290,50 @@ export function transitionBatchSql(
     SELECT ${OPERATION_COLUMNS.join(', ')} FROM upd`;
 }
 
+/** The SQL type of each operation column, for the values a batched reserve unpacks. */
+function operationColumnType(column: string): string {
+  if (column === 'schema_version') return 'integer';
+  return columnType(column);
+}
+
+/**
+ * Builds the batched form of the reserve: many new operations in one statement, each with its seq-1
+ * event. Its one parameter, $1, is a JSON array holding each reserve's parameters (the single
+ * statement's $1..$35, in order). Rows are inserted in idempotency-key order, so two batches never
+ * deadlock on each other's keys; ON CONFLICT (idempotency_key) DO NOTHING skips a key already taken,
+ * by another process or by an earlier row of the same batch, and only inserted rows get an event and
+ * come back. Locks: the new rows' unique-index entries. An id taken under another key fails the whole
+ * statement (the caller then sends each reserve alone).
+ */
+export function reserveBatchSql(t: Tables): string {
+  const fields: [name: string, type: string][] = [
+    ...OPERATION_COLUMNS.map((c): [string, string] => [c, operationColumnType(c)]),
+    ['e_schema_version', 'integer'],
+    ['e_at', 'bigint'],
+    ['e_type', 'text'],
+    ['e_status', 'text'],
+    ['e_actor', 'text'],
+    ['e_attempt', 'integer'],
+    ['e_detail', 'jsonb'],
+    ['e_write_id', 'text'],
+  ];
+  const unpack = fields.map(([name, type], i) => `(x->>${i})::${type} AS ${name}`);
+  return `WITH v AS (
+      SELECT ${unpack.join(', ')} FROM jsonb_array_elements($1::jsonb) AS x
+    ), ins AS (
+      INSERT INTO ${t.operations} (${OPERATION_COLUMNS.join(', ')}, event_seq)
+      SELECT ${OPERATION_COLUMNS.join(', ')}, 1 FROM v ORDER BY idempotency_key
+      ON CONFLICT (idempotency_key) DO NOTHING
+      RETURNING ${selectList('')}
+    ), ev AS (
+      INSERT INTO ${t.events} ${EVENT_INSERT}
+      SELECT v.id, 1, v.e_schema_version, v.e_at, v.e_type, NULL, 'requested', v.e_status, v.e_actor,
+        v.e_attempt, v.e_detail, v.e_write_id
+      FROM ins JOIN v ON v.id = ins.id
+    )
+    SELECT * FROM ins`;
+}
+
 /** Builds the list query for a filter (one snapshot read; no lock). Order matches the memory store: requestedAt, then id. */
 export function listSql(t: Tables, filter: ListFilter): { text: string; values: unknown[] } {
   const where: string[] = [];

@@ -32,10 +32,17 @@ import {
   type RecordPatch,
   type TransitionGuard,
 } from '../store/types.js';
-import { transitionBatcher } from './batch.js';
+import { RESERVE_KEY, writeBatcher } from './batch.js';
 import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
 import { type ReconnectPolicy, withReconnect } from './retry.js';
-import { listSql, statementsFor, type Tables, transitionBatchSql, transitionSql } from './sql.js';
+import {
+  listSql,
+  reserveBatchSql,
+  statementsFor,
+  type Tables,
+  transitionBatchSql,
+  transitionSql,
+} from './sql.js';
 
 const MAX_CACHED_TEXTS = 256;
 
@@ -118,6 +125,11 @@ export function createPostgresStore({
   groupCommit = false,
 }: PgStoreBinding): OperationStore {
   const sql = statementsFor(tables);
+  let reserveBatch: string | undefined;
+  const reserveBatchText = () => {
+    reserveBatch ??= reserveBatchSql(tables);
+    return reserveBatch;
+  };
   // A transition's texts depend only on its columns and guards, and the same few shapes repeat on every
   // action: each is built once (and so hashed once for its statement name), and found again through a trie
   // keyed by the column names (constants, whose hashes are cached) instead of a key string built per write.
@@ -195,7 +207,7 @@ export function createPostgresStore({
       return Promise.reject(error);
     }
   };
-  const batcher = groupCommit ? transitionBatcher(sendOnce<WrittenRow>) : undefined;
+  const batcher = groupCommit ? writeBatcher(sendOnce<WrittenRow>) : undefined;
   // Reads, claims and renewals: safe to run again after a connection error (see above).
   const rows = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
     withReconnect(reconnect, () => once<Row>(text, values));
@@ -376,7 +388,17 @@ export function createPostgresStore({
           inserted !== undefined ? created(inserted) : reservedBefore(op.idempotencyKey),
         found: created,
       };
-      return writeOnce(write, undefined, (error) => {
+      // With group commit, reserves made in one turn (runs started together) go as one statement.
+      const first = batcher
+        ? () =>
+            batcher.enqueue({
+              key: RESERVE_KEY,
+              text: sql.reserve,
+              batchText: reserveBatchText,
+              params: values,
+            })
+        : undefined;
+      return writeOnce(write, first, (error) => {
         // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
         if (isUniqueViolation(error, 'operations_pkey')) {
           throw new ReadbackError(

@@ -146,6 +146,74 @@ describe.skipIf(!available)('postgres group commit', () => {
     await store.close();
   });
 
+  it('reserves of one turn go as one statement, each created with its own record and seq-1 event', async () => {
+    const { store, sent } = await openStore();
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => store.reserve(newOp(`r${i}`), ev('reserved', T0 + i))),
+    );
+    expect(batches(sent)).toEqual([30]);
+    results.forEach((r, i) => {
+      expect(r).toMatchObject({
+        created: true,
+        record: { id: `op-r${i}`, idempotencyKey: `key-r${i}`, lifecycle: 'requested', attempt: 0 },
+      });
+    });
+    for (const i of [0, 17, 29]) {
+      expect((await store.events(`op-r${i}`)).map((e) => [e.seq, e.type, e.at, e.to])).toEqual([
+        [1, 'reserved', T0 + i, 'requested'],
+      ]);
+    }
+    await store.close();
+  });
+
+  it('one key reserved twice in one turn: one record; the other caller gets it as already reserved', async () => {
+    const { store } = await openStore();
+    const [a, b] = await Promise.all([
+      store.reserve(newOp('x1', { idempotencyKey: 'same-key' }), ev('reserved')),
+      store.reserve(newOp('x2', { idempotencyKey: 'same-key' }), ev('reserved')),
+    ]);
+    expect([a.created, b.created].sort()).toEqual([false, true]);
+    expect(a.record.id).toBe(b.record.id);
+    expect((await store.list()).map((r) => r.id)).toEqual([a.record.id]);
+    expect(await store.events(a.record.id)).toHaveLength(1);
+    await store.close();
+  });
+
+  it('an id taken under another key fails only its own reserve in a batch; the others are made', async () => {
+    const { store } = await openStore();
+    await store.reserve(newOp('taken'), ev('reserved'));
+    const results = await Promise.allSettled([
+      store.reserve(newOp('y1'), ev('reserved')),
+      store.reserve(newOp('taken', { idempotencyKey: 'other-key' }), ev('reserved')),
+      store.reserve(newOp('y2'), ev('reserved')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({
+      code: 'store_conflict',
+      field: 'op.id',
+    });
+    expect((await store.list()).map((r) => r.id).sort()).toEqual(['op-taken', 'op-y1', 'op-y2']);
+    expect(await store.events('op-taken')).toHaveLength(1);
+    await store.close();
+  });
+
+  it("a transition called in the same turn as its operation's reserve finds the row: reserves go first", async () => {
+    const { store } = await openStore();
+    const [reserved, moved] = await Promise.all([
+      store.reserve(newOp('z'), ev('reserved')),
+      store.transition(
+        'op-z',
+        ['requested'],
+        { lifecycle: 'executing', attempt: 1 },
+        ev('executing', T0 + 1),
+      ),
+    ]);
+    expect(reserved.created).toBe(true);
+    expect(moved).toMatchObject({ id: 'op-z', lifecycle: 'executing', attempt: 1 });
+    expect((await store.events('op-z')).map((e) => e.type)).toEqual(['reserved', 'executing']);
+    await store.close();
+  });
+
   it('a repeat of one operation in the same turn goes after the first, in call order', async () => {
     const { store, sent } = await openStore();
     await reserveMany(store, 3);
@@ -284,6 +352,7 @@ describe.skipIf(!available)('postgres group commit', () => {
   it('batches per shape: different patches or guards in one turn go as separate statements', async () => {
     const { store, sent } = await openStore();
     await reserveMany(store, 8);
+    sent.length = 0;
     await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         i < 4
@@ -379,14 +448,17 @@ describe.skipIf(!available)('postgres group commit', () => {
 });
 
 describe.skipIf(!available)('postgres group commit after a lost connection', () => {
-  /** A store over a real pool whose batched statements can be failed, with fast retries. */
-  async function faulty(fault: (run: () => Promise<PgResult>) => Promise<PgResult>) {
+  /**
+   * A store over a real pool whose first batched statement of one kind (`UPDATE`: transitions, `INSERT
+   * INTO … operations`: reserves) can be failed, with fast retries.
+   */
+  async function faulty(fault: (run: () => Promise<PgResult>) => Promise<PgResult>, kind = 'UPDATE') {
     const schema = tempSchema();
     const real = tempPool(3);
     await migrate(real, schema);
     let failed = false;
     const { db, sent } = recordingPool(real, (text, values) => {
-      if (failed || !text.includes(BATCHED)) return undefined;
+      if (failed || !text.includes(BATCHED) || !text.includes(kind)) return undefined;
       failed = true;
       return fault(() => real.query(text, values) as Promise<PgResult>);
     });
@@ -407,6 +479,7 @@ describe.skipIf(!available)('postgres group commit after a lost connection', () 
       throw lost();
     });
     await reserveMany(store, 6);
+    sent.length = 0;
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing', reads: i }, ev('exec', T0 + 1)),
@@ -425,6 +498,7 @@ describe.skipIf(!available)('postgres group commit after a lost connection', () 
       throw lost();
     });
     await reserveMany(store, 6);
+    sent.length = 0;
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing', reads: i }, ev('exec', T0 + 1)),
@@ -435,5 +509,37 @@ describe.skipIf(!available)('postgres group commit after a lost connection', () 
       expect(results[i]).toMatchObject({ lifecycle: 'executing', reads: i });
       expect((await store.events(`op-${i}`)).map((e) => e.type)).toEqual(['reserved', 'exec']);
     }
+  });
+
+  it('reserves whose batch reply is lost after COMMIT: each finds its own record, none is made twice', async () => {
+    const { store, sent } = await faulty(async (run) => {
+      await run();
+      throw lost();
+    }, 'operations (');
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => store.reserve(newOp(i), ev('reserved'))),
+    );
+    expect(batches(sent)).toEqual([6]);
+    expect(sent.filter((s) => s.batch === undefined && s.text.includes('INSERT'))).toHaveLength(0);
+    for (let i = 0; i < 6; i++) {
+      expect(results[i]).toMatchObject({ created: true, record: { id: `op-${i}`, lifecycle: 'requested' } });
+      expect((await store.events(`op-${i}`)).map((e) => [e.seq, e.type])).toEqual([[1, 'reserved']]);
+    }
+    expect(await store.list()).toHaveLength(6);
+  });
+
+  it('reserves whose batch was refused before it ran: each retries alone and is made once', async () => {
+    const { store, sent } = await faulty(async () => {
+      throw lost();
+    }, 'operations (');
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => store.reserve(newOp(i), ev('reserved'))),
+    );
+    expect(sent.filter((s) => s.batch === undefined && s.text.includes('INSERT'))).toHaveLength(6);
+    for (let i = 0; i < 6; i++) {
+      expect(results[i]).toMatchObject({ created: true, record: { id: `op-${i}` } });
+      expect((await store.events(`op-${i}`)).map((e) => e.type)).toEqual(['reserved']);
+    }
+    expect(await store.list()).toHaveLength(6);
   });
 });
