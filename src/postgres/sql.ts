@@ -221,6 +221,18 @@ export function transitionSql(
     SELECT * FROM upd`;
 }
 
+// The event parameters every single write statement ends with, as a batched statement unpacks them.
+const EVENT_FIELDS: [name: string, type: string][] = [
+  ['e_schema_version', 'integer'],
+  ['e_at', 'bigint'],
+  ['e_type', 'text'],
+  ['e_status', 'text'],
+  ['e_actor', 'text'],
+  ['e_attempt', 'integer'],
+  ['e_detail', 'jsonb'],
+  ['e_write_id', 'text'],
+];
+
 /** The SQL type of each column a transition may write, for the values a batched transition unpacks. */
 function columnType(column: string): string {
   if (JSON_COLUMNS.has(column)) return 'jsonb'; // sent as JSON text inside the batch, as alone
@@ -250,14 +262,7 @@ export function transitionBatchSql(
     ...columns.map((c, i): [string, string] => [`p${i}`, columnType(c)]),
     ...(guard.leaseToken ? [['lease_token', 'text'] as [string, string]] : []),
     ...(guard.attempt ? [['attempt', 'integer'] as [string, string]] : []),
-    ['e_schema_version', 'integer'],
-    ['e_at', 'bigint'],
-    ['e_type', 'text'],
-    ['e_status', 'text'],
-    ['e_actor', 'text'],
-    ['e_attempt', 'integer'],
-    ['e_detail', 'jsonb'],
-    ['e_write_id', 'text'],
+    ...EVENT_FIELDS,
   ];
   // ->> gives the element as text (SQL NULL for JSON null) and the cast parses it as a lone statement's
   // parameter would be; `from` stays JSON, and `?` asks whether the row's lifecycle is one of its strings.
@@ -308,14 +313,7 @@ function operationColumnType(column: string): string {
 export function reserveBatchSql(t: Tables): string {
   const fields: [name: string, type: string][] = [
     ...OPERATION_COLUMNS.map((c): [string, string] => [c, operationColumnType(c)]),
-    ['e_schema_version', 'integer'],
-    ['e_at', 'bigint'],
-    ['e_type', 'text'],
-    ['e_status', 'text'],
-    ['e_actor', 'text'],
-    ['e_attempt', 'integer'],
-    ['e_detail', 'jsonb'],
-    ['e_write_id', 'text'],
+    ...EVENT_FIELDS,
   ];
   const unpack = fields.map(([name, type], i) => `(x->>${i})::${type} AS ${name}`);
   return `WITH v AS (
