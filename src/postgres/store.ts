@@ -8,7 +8,6 @@ import {
   recordFromRow,
   recordParams,
 } from '../sqlite/rows.js';
-import { columnNode, columnTrie } from '../store/column-trie.js';
 import {
   IDENTITY_FIELDS,
   newRecord,
@@ -35,14 +34,8 @@ import {
 import { RESERVE_KEY, writeBatcher } from './batch.js';
 import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
 import { type ReconnectPolicy, withReconnect } from './retry.js';
-import {
-  listSql,
-  reserveBatchSql,
-  statementsFor,
-  type Tables,
-  transitionBatchSql,
-  transitionSql,
-} from './sql.js';
+import { transitionShapes } from './shapes.js';
+import { listSql, reserveBatchSql, statementsFor, type Tables } from './sql.js';
 
 const MAX_CACHED_TEXTS = 256;
 
@@ -68,13 +61,6 @@ export interface PgStoreBinding {
 }
 
 const rowsOf = (result: PgResult) => result.rows;
-
-/** One transition shape (columns and guards) with its statement texts; the batch text is built on first use. */
-interface TransitionShape {
-  key: string;
-  text: string;
-  batchText: () => string;
-}
 
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
 type WrittenRow = OperationRow & { event_seq?: number };
@@ -130,35 +116,7 @@ export function createPostgresStore({
     reserveBatch ??= reserveBatchSql(tables);
     return reserveBatch;
   };
-  // A transition's texts depend only on its columns and guards, and the same few shapes repeat on every
-  // action: each is built once (and so hashed once for its statement name), and found again through a trie
-  // keyed by the column names (constants, whose hashes are cached) instead of a key string built per write.
-  let shapes = columnTrie<TransitionShape>();
-  let shapeCount = 0;
-  const shapeOf = (columns: string[], leaseToken: boolean, attempt: boolean): TransitionShape => {
-    const node = columnNode(shapes, columns);
-    const guards = (leaseToken ? 1 : 0) + (attempt ? 2 : 0);
-    let shape = node.values[guards];
-    if (shape === undefined) {
-      // Shapes are bounded by the code paths that write, but a caller's odd patches must not grow this forever.
-      if (++shapeCount > MAX_CACHED_TEXTS) {
-        shapes = columnTrie();
-        shapeCount = 0;
-      }
-      const guard = { leaseToken, attempt };
-      let batchText: string | undefined;
-      shape = {
-        key: `${columns.join(',')}|${guards}`,
-        text: transitionSql(tables, columns, guard),
-        batchText: () => {
-          batchText ??= transitionBatchSql(tables, columns, guard);
-          return batchText;
-        },
-      };
-      node.values[guards] = shape;
-    }
-    return shape;
-  };
+  const shapeOf = transitionShapes(tables);
   let closed = false;
 
   const open = (method: string) => {
