@@ -1,3 +1,4 @@
+import { canonicalJson, fingerprintOf, hashText, intentFingerprint, UnusableValue } from '../canonical.js';
 import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { toCompletion } from './outcome.js';
@@ -88,4 +89,38 @@ export function idempotencyKeyFor<I>(
   }
   // By default the same call repeated within one run is one operation; another run is a new request.
   return ctx.idempotencyKey ?? `${ctx.runId}:${action.name}:${fingerprint.slice(0, 32)}`;
+}
+
+/** A call's intent fingerprint and, when traced, its argument hash; or why the input cannot be fingerprinted. */
+export type Intent = { fingerprint: string; argsHash: string | null } | { unusable: string };
+
+/**
+ * Fingerprints the intent as selected, before authorization. The trace's argument hash is the SHA-256 of
+ * the same canonical text of the input, so that text is written once (`traced` asks for the hash).
+ */
+export function intentOf(
+  action: string,
+  target: string,
+  input: unknown,
+  scope: Record<string, string>,
+  traced: boolean,
+): Intent {
+  try {
+    const inputJson = input === undefined ? undefined : canonicalJson(input);
+    const fingerprint = fingerprintOf(action, target, inputJson, scope);
+    return { fingerprint, argsHash: traced ? hashText(inputJson ?? 'null') : null };
+  } catch {
+    // The copying path throws again and names where in the intent (input.…) the value could not be recorded.
+    try {
+      intentFingerprint({ action, target, input, scope });
+      return { unusable: 'input is not plain data' };
+    } catch (error) {
+      return {
+        unusable:
+          error instanceof UnusableValue
+            ? `input is not plain data (${error.message})`
+            : describeError(error),
+      };
+    }
+  }
 }

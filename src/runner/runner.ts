@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, fingerprintOf, hashText, intentFingerprint, UnusableValue } from '../canonical.js';
 import { type Clock, systemClock } from '../clock.js';
 import { isAction } from '../contract/define.js';
 import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
@@ -8,7 +7,7 @@ import { type Validated, validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
-import { authorize, checkContext, conflict, idempotencyKeyFor, pick } from './call-checks.js';
+import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf, pick } from './call-checks.js';
 import { Drive } from './drive.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
@@ -241,36 +240,16 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       t?.selected(true, input);
       return early({ status: 'failed', errorCode: 'invalid_target', reason: describeError(error) });
     }
-    // The intent is fingerprinted as selected, before authorization; the trace's argument hash is the
-    // SHA-256 of the same canonical text of the input, so it is written once.
-    let fingerprint: string | undefined;
-    let argsHash: string | null = null;
-    try {
-      const inputJson = input === undefined ? undefined : canonicalJson(input);
-      fingerprint = fingerprintOf(action.name, target, inputJson, scope);
-      if (t) argsHash = hashText(inputJson ?? 'null');
-    } catch {
-      // Reported after the permission step, as the copying path words it (see below).
-    }
-    t?.selected(true, input, { target, argsHash });
+    const intent = intentOf(action.name, target, input, scope, t !== undefined);
+    t?.selected(true, input, { target, argsHash: 'fingerprint' in intent ? intent.argsHash : null });
     // A live tool under shadow runs as it did before readback: no authorization gate of readback's own.
     const denial = shadowState || !action.authorize ? undefined : await authorize(action, input, ctx);
     t?.permission(action.authorize !== undefined, denial);
     if (denial) return early({ status: 'failed', errorCode: 'not_authorized', reason: denial }, target);
-    if (fingerprint === undefined) {
-      let reason: string;
-      try {
-        // Throws again, naming where in the intent (input.…) the value could not be recorded.
-        fingerprint = intentFingerprint({ action: action.name, target, input, scope });
-        reason = 'input is not plain data';
-      } catch (error) {
-        reason =
-          error instanceof UnusableValue
-            ? `input is not plain data (${error.message})`
-            : describeError(error);
-      }
-      return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
+    if ('unusable' in intent) {
+      return early({ status: 'failed', errorCode: 'invalid_input', reason: intent.unusable }, target);
     }
+    const { fingerprint } = intent;
     // Shadow calls are never joined or deduplicated: the live tool runs every time it did before.
     const shadowId = shadowState ? newId() : undefined;
     const key = shadowId ? shadowKey(shadowId) : idempotencyKeyFor(action, input, ctx, fingerprint);
