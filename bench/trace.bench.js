@@ -2,10 +2,13 @@
 // a callback sink, the JSONL file sink and the OpenTelemetry adapter (real SDK providers, spans exported to a
 // no-op exporter, metrics aggregated). Run with `npm run bench:trace` (builds first). Loops alternate within
 // each round, in a rotating order, so machine noise hits all alike; we report per-round rates, their medians
-// and the median of the per-round ratios to the untraced loop.
+// and the median of the per-round ratios to the untraced loop. BENCH_ISOLATE=1 runs each loop in a process of
+// its own (see below).
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
@@ -86,7 +89,7 @@ const KINDS = {
   },
 };
 
-async function loop(kind, io) {
+async function runLoop(kind, io) {
   const ops = io === 'http' ? HTTP_OPS : OPS;
   const system = makeSystem(io);
   const action = makeAction(system);
@@ -109,11 +112,27 @@ async function loop(kind, io) {
   return { rate: ops / seconds, cpuUsPerOp: (cpu.user + cpu.system) / ops };
 }
 
+// BENCH_ISOLATE=1: each loop runs in a child process of its own (warmed up there first), so the JIT and
+// the heap of one trace configuration never carry over into another's, as in a deployment, where a
+// process runs with one configuration. Rounds still alternate the configurations in a rotating order.
+const ISOLATE = process.env.BENCH_ISOLATE === '1';
+const CHILD = process.argv[2] === '--child';
+
+/** One loop in a fresh child process: a warm-up loop, then the timed one, reported as JSON on stdout. */
+function isolatedLoop(kind, io) {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--child', kind, io], {
+    encoding: 'utf8',
+    env: process.env,
+  });
+  return JSON.parse(out.trim().split('\n').at(-1));
+}
+
 async function measure(io) {
   const kinds = (process.env.BENCH_KINDS ?? Object.keys(KINDS).join(',')).split(',');
   if (kinds[0] !== 'none' || kinds.some((k) => !KINDS[k]))
     throw new Error(`BENCH_KINDS must start with none: ${kinds}`);
-  for (const kind of kinds) await loop(kind, io); // warm-up, not counted
+  const loop = ISOLATE ? async (kind, io) => isolatedLoop(kind, io) : runLoop;
+  if (!ISOLATE) for (const kind of kinds) await loop(kind, io); // warm-up, not counted
   const series = (k) => [k, { rates: [], ratios: [], cpu: [], cpuRatios: [] }];
   const by = Object.fromEntries(kinds.map(series));
   for (let round = 0; round < ROUNDS; round++) {
@@ -137,6 +156,17 @@ async function measure(io) {
   }));
 }
 
+if (CHILD) {
+  const [, , , kind, io] = process.argv;
+  if (io === 'http') await startServer();
+  await runLoop(kind, io); // warm-up, not counted
+  const result = await runLoop(kind, io);
+  if (io === 'http') stopServer();
+  rmSync(dir, { recursive: true, force: true });
+  console.log(JSON.stringify(result));
+  process.exit(0);
+}
+
 if (IOS.includes('http')) await startServer();
 const results = [];
 for (const io of IOS) results.push(...(await measure(io)));
@@ -156,7 +186,7 @@ const ioLabel = {
   http: 'HTTP on loopback (keep-alive)',
 };
 console.log(
-  `readback trace overhead — ${OPS} committed actions (${HTTP_OPS} over HTTP) × ${ROUNDS} rounds, memoryStore, node ${process.version}`,
+  `readback trace overhead — ${OPS} committed actions (${HTTP_OPS} over HTTP) × ${ROUNDS} rounds, memoryStore, node ${process.version}${ISOLATE ? ', each loop in its own process' : ', all loops in one process'}`,
 );
 console.log('| system of record | trace | ops/s | wall-clock overhead | CPU µs/op | CPU overhead |');
 console.log('|---|---|---:|---:|---:|---:|');
