@@ -103,7 +103,17 @@ export class RecordWriter {
     return this.write(this.outcome(partial), to, nextPollAt);
   }
 
-  protected async write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
+  protected write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
+    // A promise chain rather than an async function: every settle passes here, and each async layer costs
+    // a promise and its turns. A throw (a user's message template, say) still becomes a rejection.
+    try {
+      return this.writeOutcome(outcome, to, nextPollAt);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private writeOutcome(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
     const completion = this.form(outcome);
     const patch: RecordPatch = { lifecycle: to, status: outcome.status, completion, nextPollAt };
     if (this.leaseToken) {
@@ -115,11 +125,10 @@ export class RecordWriter {
     if (outcome.observedAt !== undefined) patch.lastObservedAt = outcome.observedAt;
     const detail: Record<string, unknown> = { errorCode: outcome.errorCode ?? null };
     if (completion.shadow) detail.shadow = completion.shadow;
-    const ok = await this.move([this.record.lifecycle], patch, {
+    return this.move([this.record.lifecycle], patch, {
       type: to === 'settled' ? 'settled' : 'status',
       detail,
-    });
-    return ok ? completion : this.superseded();
+    }).then((ok) => (ok ? completion : this.superseded()));
   }
 
   protected outcome(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Outcome {
@@ -167,11 +176,25 @@ export class RecordWriter {
     return this.record.completion ?? this.superseded();
   }
 
-  protected async move(
+  /** Writes the transition `from` → `patch` with its event; false when another writer moved the record first. */
+  protected move(
     from: readonly Lifecycle[],
     patch: RecordPatch,
     event: Pick<NewEvent, 'type' | 'detail'>,
     attempt?: number,
+  ): Promise<boolean> {
+    try {
+      return this.moveRecord(from, patch, event, attempt);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private moveRecord(
+    from: readonly Lifecycle[],
+    patch: RecordPatch,
+    event: Pick<NewEvent, 'type' | 'detail'>,
+    attempt: number | undefined,
   ): Promise<boolean> {
     const now = this.env.clock.now();
     const record = this.record;
@@ -199,11 +222,12 @@ export class RecordWriter {
     const guard: TransitionGuard = {};
     if (attempt !== undefined) guard.attempt = attempt;
     if (this.leaseToken) guard.leaseToken = this.leaseToken;
-    const moved = await this.env.store.transition(record.id, from, full, next, guard);
-    if (!moved) return false;
-    this.record = moved;
-    this.run.trace?.transition(event.type, was, moved);
-    return true;
+    return this.env.store.transition(record.id, from, full, next, guard).then((moved) => {
+      if (!moved) return false;
+      this.record = moved;
+      this.run.trace?.transition(event.type, was, moved);
+      return true;
+    });
   }
 }
 
