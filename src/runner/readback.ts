@@ -28,7 +28,7 @@ export type Reading =
  * In accepted mode the terminal classification comes first and only finished work is checked.
  * Nothing a verifier returns or throws escapes as an exception: every problem becomes an error reading.
  */
-export async function readOnce(
+export function readOnce(
   clock: Clock,
   action: AnyAction,
   input: unknown,
@@ -36,15 +36,28 @@ export async function readOnce(
 ): Promise<Reading> {
   const ctx = makeCtx();
   const observe = action.observe;
-  if (!observe) throw new Error('readOnce called for an action without observe');
-  let observed: unknown;
-  try {
-    observed = await withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
-      observe(input, makeCtx(signal)),
-    );
-  } catch (error) {
-    return { kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) };
-  }
+  if (!observe) return Promise.reject(new Error('readOnce called for an action without observe'));
+  // One `then` on the deadline's promise rather than an async function: every read passes here.
+  return withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
+    observe(input, makeCtx(signal)),
+  ).then(
+    (observed): Reading => judge(clock, action, input, observed, ctx),
+    (error: unknown): Reading => ({
+      kind: 'error',
+      at: clock.now(),
+      ...classifyReadError(error, ctx.signal),
+    }),
+  );
+}
+
+/** What one observation says; nothing it holds or throws escapes as an exception. */
+function judge(
+  clock: Clock,
+  action: AnyAction,
+  input: unknown,
+  observed: unknown,
+  ctx: StepContext,
+): Reading {
   const at = clock.now();
   if (observed === null || observed === undefined) return { kind: 'absent', at };
   try {
