@@ -35,11 +35,12 @@ export interface PostgresStoreOptions {
    */
   namedStatements?: boolean;
   /**
-   * Group commit (default true): the transitions called in one turn of the event loop (the writes a
-   * reconciler round or a `Promise.all` of runs makes together) are sent on the next macrotask, those of
-   * one shape as ONE statement that applies each transition's own compare-and-set and appends its event,
-   * so they share one round trip and one commit. Each call still resolves to exactly what it would alone,
-   * and only after the statement carrying it committed. `false` sends every transition by itself at once.
+   * Group commit (default true): the reserves and transitions called in one turn of the event loop (the
+   * writes a reconciler round or a `Promise.all` of runs makes together) are sent on the next macrotask,
+   * those of one shape as ONE statement that applies each write's own key check or compare-and-set and
+   * appends its event, so they share one round trip and one commit; a lone writer sends at once. Each call
+   * still resolves to exactly what it would alone, and only after the statement carrying it committed.
+   * `false` sends every write by itself at once.
    */
   groupCommit?: boolean;
 }

@@ -56,7 +56,7 @@ export interface PgStoreBinding {
   reconnect?: ReconnectPolicy;
   /** Sends statements as pg named prepared statements (see `PostgresStoreOptions.namedStatements`); default false here. */
   namedStatements?: boolean;
-  /** Sends the transitions of one event-loop turn as one statement per shape (see `PostgresStoreOptions.groupCommit`); default false here. */
+  /** Sends the reserves and transitions of one event-loop turn as one statement per shape (see `PostgresStoreOptions.groupCommit`); default false here. */
   groupCommit?: boolean;
 }
 
