@@ -262,15 +262,20 @@ export class Drive extends RecordWriter {
     return (await this.judgeAccepted(reading)) ?? this.followAccepted(this.runWait ? 'wait' : 'none');
   }
 
-  private async verifyCommitted(inDoubt: boolean): Promise<Completion> {
+  private verifyCommitted(inDoubt: boolean): Promise<Completion> {
+    const deadline = this.env.clock.now() + this.action.settle.timeoutMs;
+    const phase = inDoubt ? 'in_doubt' : 'verify';
+    // The usual read decides at once: one `then`, and the settle-window loop only when it must re-read.
+    return this.read(phase).then((reading) =>
+      decisive(reading) ? this.concludeRead(reading, inDoubt) : this.rereadWithin(deadline, phase, reading),
+    );
+  }
+
+  /** A lagging read may catch up: re-read every `settle.intervalMs` until one decides or the window ends. */
+  private async rereadWithin(deadline: number, phase: ReadPhase, first: Reading): Promise<Completion> {
     const { action, env } = this;
-    const deadline = env.clock.now() + action.settle.timeoutMs;
-    let reading: Reading;
-    for (;;) {
-      reading = await this.read(inDoubt ? 'in_doubt' : 'verify');
-      if (reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading))) break;
-      // A lagging read may catch up: re-read within the settle window.
-      if (env.clock.now() + action.settle.intervalMs > deadline) break;
+    let reading = first;
+    while (env.clock.now() + action.settle.intervalMs <= deadline) {
       try {
         await env.clock.sleep(action.settle.intervalMs, this.run.signal);
       } catch {
@@ -281,7 +286,14 @@ export class Drive extends RecordWriter {
           reason: 'aborted before the settle window ended',
         });
       }
+      reading = await this.read(phase);
+      if (decisive(reading)) break;
     }
+    return this.concludeRead(reading, phase === 'in_doubt');
+  }
+
+  /** What the last read of a committed action says: settled, still unknown, or absent (judged by `inDoubt`). */
+  private concludeRead(reading: Reading, inDoubt: boolean): Promise<Completion> {
     if (reading.kind === 'error') return this.unresolved(reading);
     if (reading.kind === 'absent') {
       return inDoubt ? this.judgeAbsence(reading) : this.mismatch(reading, 'the target was not found');
@@ -474,4 +486,9 @@ export class Drive extends RecordWriter {
     if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
     return ctx;
   };
+}
+
+/** A read that ends the settle window: an error, or an observation that settles (pass or wrong scope). */
+function decisive(reading: Reading): boolean {
+  return reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading));
 }
