@@ -60,7 +60,7 @@ export interface PgStoreBinding {
   groupCommit?: boolean;
 }
 
-const rowsOf = (result: PgResult) => result.rows;
+const rowsOf = <Row>(result: { rows: Row[] }) => result.rows;
 
 /** The row CTE statements return: an operation row plus the seq of the event just appended. */
 type WrittenRow = OperationRow & { event_seq?: number };
@@ -149,22 +149,18 @@ export function createPostgresStore({
 
   // Plain promise chains rather than async functions on the write path: each async layer costs a promise
   // and microtask turns per statement, a measurable share of an action that waits on three statements.
-  const once = <Row>(text: string, values: unknown[]): Promise<Row[]> => {
+  // Resolves to the whole result, so a caller reading the rows needs no `then` of ours.
+  const sendOnce = <Row>(text: string, values: unknown[]): Promise<{ rows: Row[] }> => {
     try {
-      return query(text, values).then(rowsOf) as Promise<Row[]>;
+      return query(text, values) as Promise<unknown> as Promise<{ rows: Row[] }>;
     } catch (error) {
       // A driver that throws instead of rejecting is reported the same way.
       return Promise.reject(error);
     }
   };
-  // Like `once`, but resolves to the whole result, so a caller reading the rows needs no `then` of ours.
-  const sendOnce = <Row>(text: string, values: unknown[]): Promise<{ rows: Row[] }> => {
-    try {
-      return query(text, values) as Promise<unknown> as Promise<{ rows: Row[] }>;
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  };
+  const once = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
+    sendOnce<Row>(text, values).then(rowsOf);
+
   const batcher = groupCommit ? writeBatcher(sendOnce<WrittenRow>) : undefined;
   // Reads, claims and renewals: safe to run again after a connection error (see above).
   const rows = <Row>(text: string, values: unknown[]): Promise<Row[]> =>

@@ -11,7 +11,7 @@ import type {
 import { type Outcome, toCompletion } from './outcome.js';
 import type { Reading } from './readback.js';
 import { isShadowRecord, ShadowState } from './shadow.js';
-import type { RunTrace } from './trace.js';
+import { type RunTrace, settle } from './trace.js';
 import type { Tracer } from './tracer.js';
 
 /** What every operation drive shares with its runner. */
@@ -106,11 +106,7 @@ export class RecordWriter {
   protected write(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
     // A promise chain rather than an async function: every settle passes here, and each async layer costs
     // a promise and its turns. A throw (a user's message template, say) still becomes a rejection.
-    try {
-      return this.writeOutcome(outcome, to, nextPollAt);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return settle(() => this.writeOutcome(outcome, to, nextPollAt));
   }
 
   private writeOutcome(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
@@ -183,11 +179,7 @@ export class RecordWriter {
     event: Pick<NewEvent, 'type' | 'detail'>,
     attempt?: number,
   ): Promise<boolean> {
-    try {
-      return this.moveRecord(from, patch, event, attempt);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return settle(() => this.moveRecord(from, patch, event, attempt));
   }
 
   private moveRecord(

@@ -473,18 +473,23 @@ describe.skipIf(!available)('postgres group commit after a lost connection', () 
   }
   const lost = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
 
+  /** Reserves op-0..op-5, forgets those statements, then moves all six to executing in one turn. */
+  async function reserveAndMoveSix(store: OperationStore, sent: Sent[]) {
+    await reserveMany(store, 6);
+    sent.length = 0;
+    return Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing', reads: i }, ev('exec', T0 + 1)),
+      ),
+    );
+  }
+
   it('a batch whose reply is lost after COMMIT: every caller finds its own write, none applies twice', async () => {
     const { store, sent } = await faulty(async (run) => {
       await run();
       throw lost();
     });
-    await reserveMany(store, 6);
-    sent.length = 0;
-    const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing', reads: i }, ev('exec', T0 + 1)),
-      ),
-    );
+    const results = await reserveAndMoveSix(store, sent);
     expect(batches(sent)).toEqual([6]);
     expect(singles(sent)).toBe(0); // each found its write by id and sent nothing again
     for (let i = 0; i < 6; i++) {
@@ -497,13 +502,7 @@ describe.skipIf(!available)('postgres group commit after a lost connection', () 
     const { store, sent } = await faulty(async () => {
       throw lost();
     });
-    await reserveMany(store, 6);
-    sent.length = 0;
-    const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing', reads: i }, ev('exec', T0 + 1)),
-      ),
-    );
+    const results = await reserveAndMoveSix(store, sent);
     expect(singles(sent)).toBe(6);
     for (let i = 0; i < 6; i++) {
       expect(results[i]).toMatchObject({ lifecycle: 'executing', reads: i });
