@@ -118,10 +118,39 @@ export function prepareDatabase(
   refuseNewer(version);
 
   // WAL lets readers run beside the single writer; FULL syncs the log at every commit.
-  db.exec('PRAGMA journal_mode = WAL');
+  enableWal(db, options.busyTimeoutMs);
   db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
 
   if (version < SQLITE_SCHEMA_VERSION) migrate(db);
+}
+
+// Switching a fresh file to WAL needs it to itself, and SQLite answers "database is locked" at once,
+// without its busy handler, while another process holds it (several processes opening one new file).
+// So the switch is retried, with short growing pauses, for as long as busy_timeout allows any wait.
+function enableWal(db: SqliteLike, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
+    try {
+      db.exec('PRAGMA journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() + pause > deadline) throw error;
+      // Opening is synchronous, so the pause blocks this thread, briefly, as busy_timeout's own waits do.
+      Atomics.wait(PAUSE, 0, 0, pause);
+    }
+  }
+}
+
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+// better-sqlite3 sets code SQLITE_BUSY; node:sqlite reports errcode 5 (SQLITE_BUSY).
+function isBusy(error: unknown): boolean {
+  const e = error as { code?: unknown; errcode?: unknown; message?: unknown } | null;
+  return (
+    e?.code === 'SQLITE_BUSY' ||
+    e?.errcode === 5 ||
+    (typeof e?.message === 'string' && e.message.includes('database is locked'))
+  );
 }
 
 function readVersion(db: SqliteLike): number {

@@ -195,6 +195,49 @@ describe('pragmas and options', () => {
     db.close();
   });
 
+  /**
+   * A real handle whose switch to WAL answers "database is locked" the first `busyTimes` times, as SQLite
+   * does (without its busy handler) while another process has a fresh file; `other` replaces that error.
+   */
+  const lockedForWal = (db: Awaited<ReturnType<typeof openHandle>>, busyTimes: number, other?: Error) => {
+    let attempts = 0;
+    const handle = Object.create(db) as typeof db & { attempts: () => number };
+    handle.exec = (sql: string) => {
+      if (sql.includes('journal_mode = WAL') && attempts++ < busyTimes) {
+        throw other ?? Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+      }
+      return db.exec(sql);
+    };
+    handle.prepare = (sql: string) => db.prepare(sql);
+    handle.attempts = () => attempts;
+    return handle;
+  };
+
+  it('retries the switch to WAL while another process holds a fresh file, within busy_timeout', async () => {
+    const db = await openHandle(join(freshDir(), 'p.db'));
+    const handle = lockedForWal(db, 3);
+    const store = await sqliteStore({ database: handle });
+    expect(handle.attempts()).toBe(4);
+    expect(pragmas(db).journal).toEqual({ journal_mode: 'wal' });
+    await store.reserve(newOp(1), ev('reserved'));
+    await store.close();
+    db.close();
+  });
+
+  it('gives up on the switch to WAL after busy_timeout, and fails at once on any other error', async () => {
+    const db = await openHandle(join(freshDir(), 'p.db'));
+    const busy = lockedForWal(db, Number.POSITIVE_INFINITY);
+    const started = Date.now();
+    const error = await rejection(sqliteStore({ database: busy }, { busyTimeoutMs: 150 }));
+    expect(error.message).toContain('database is locked');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(busy.attempts()).toBeGreaterThan(2);
+    const broken = lockedForWal(db, Number.POSITIVE_INFINITY, new Error('disk I/O error'));
+    await expect(sqliteStore({ database: broken })).rejects.toThrow('disk I/O error');
+    expect(broken.attempts()).toBe(1);
+    db.close();
+  });
+
   it('uses synchronous=NORMAL for durability "normal" and the given busy timeout', async () => {
     const db = await openHandle(join(freshDir(), 'p.db'));
     const store = await sqliteStore({ database: db }, { durability: 'normal', busyTimeoutMs: 250 });
