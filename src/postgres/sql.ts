@@ -201,7 +201,9 @@ export function transitionSql(
   let n = 3;
   // Column names come only from PATCH_COLUMNS (sqlite/rows.ts), never from a caller's data.
   const sets = columns.map((c) => `${c} = $${++n}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`);
-  const where = ['o.id = cur.id', 'o.lifecycle = ANY($2::text[])', "o.lifecycle <> 'settled'"];
+  // `o.id = $1` as well as the join: the row is then always found through the primary key. With the join
+  // alone, a generic plan made while the table was small scans the whole table on every transition.
+  const where = ['o.id = $1', 'o.id = cur.id', 'o.lifecycle = ANY($2::text[])', "o.lifecycle <> 'settled'"];
   if (guard.leaseToken) where.push(`o.lease_token = $${++n}::text`);
   if (guard.attempt) where.push(`o.attempt = $${++n}::int`);
   const e = (k: number) => `$${n + k}`;
