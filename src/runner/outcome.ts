@@ -96,6 +96,18 @@ export function safeToRepeat(outcome: Outcome, action: AnyAction): RepeatSafety 
   return outcome.nothingExecuted ? true : action.safeToRepeat;
 }
 
+// Completions formed in the same millisecond share one ISO text (formatting a Date costs ~0.3 µs).
+let lastMs = Number.NaN;
+let lastIso = '';
+
+function isoTime(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
+}
+
 /** Forms the completion, including the status-bound message. */
 export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
   // Built field by field in the order the completion's JSON shows them (optional ones only when set),
@@ -110,7 +122,7 @@ export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
     postcondition: action.postcondition,
     mode: action.mode,
   } as CompletionDraft;
-  if (outcome.observedAt !== undefined) draft.observedAt = new Date(outcome.observedAt).toISOString();
+  if (outcome.observedAt !== undefined) draft.observedAt = isoTime(outcome.observedAt);
   if (outcome.evidence) draft.evidence = outcome.evidence;
   draft.checks = outcome.checks ?? [];
   if (outcome.units) draft.units = outcome.units;

@@ -15,6 +15,24 @@ describe('defaultMessage', () => {
     expect(claimsCompletion(m)).toBe(true);
   });
 
+  it('turns control characters and line separators in any part into single spaces', () => {
+    const m = defaultMessage(
+      draft({
+        status: 'failed',
+        action: 'resolve\nticket',
+        target: 'ticket:\u0000T-104\u0085',
+        postcondition: 'status\t\tresolved\u2028now\u2029',
+        errorCode: 'readback_mismatch',
+        reason: 'saw\r\n\u007fclosed',
+      }),
+    );
+    expect(m).not.toMatch(/[\p{Cc}\u2028\u2029]/u);
+    expect(m).toContain('`resolve ticket`');
+    expect(m).toContain('`ticket: T-104`');
+    expect(m).toContain('“status resolved now”');
+    expect(m).toContain('“saw closed”');
+  });
+
   it('pending: accepted, not verified, with an operation id to poll', () => {
     const m = defaultMessage(
       draft({
