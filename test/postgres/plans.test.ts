@@ -35,9 +35,10 @@ describe.skipIf(!available)('plans of the single-operation statements', () => {
       // The generic plan (the one a named statement settles on) is made and cached now, while the table is empty.
       await client.query('SET plan_cache_mode = force_generic_plan');
       const names = Object.keys(texts);
-      const explain = async (i: number) => {
-        const text = texts[names[i]]!;
-        const params = Math.max(...Array.from(text.matchAll(/\$(\d+)/g), (m) => Number(m[1])));
+      const explain = async (i: number, text: string) => {
+        const params = Math.max(
+          ...Array.from(text.matchAll(/\$(\d+)/g), (m: RegExpMatchArray) => Number(m[1])),
+        );
         const { rows } = await client.query(
           `EXPLAIN EXECUTE p${i}(${Array(params).fill('NULL').join(', ')})`,
         );
@@ -45,13 +46,13 @@ describe.skipIf(!available)('plans of the single-operation statements', () => {
       };
       for (const [i, name] of names.entries()) {
         await client.query(`PREPARE p${i} AS ${texts[name]}`);
-        await explain(i);
+        await explain(i, texts[name]!);
       }
       for (let i = 0; i < 2_000; i += 200) {
         await Promise.all(Array.from({ length: 200 }, (_, k) => store.reserve(newOp(i + k), ev('reserved'))));
       }
       for (const [i, name] of names.entries()) {
-        const plan = await explain(i);
+        const plan = await explain(i, texts[name]!);
         expect(plan, `${name}:\n${plan}`).not.toMatch(/Seq Scan on operations/);
         expect(plan, name).toMatch(/Index (Only )?Scan using operations_pkey on operations/);
       }
