@@ -10,6 +10,7 @@ import type {
   TraceEventType,
 } from '../trace/events.js';
 import { TRACE_FORMAT_VERSION } from '../trace/events.js';
+import type { Redactor } from '../trace/redact.js';
 import { isAccepted, isRejected } from './markers.js';
 import { describeError, type Reading } from './readback.js';
 import { classifyClaim } from './shadow.js';
@@ -40,6 +41,12 @@ export class RunTrace {
   // The target as given and as redacted, so a call's reads do not scan the same string again.
   private targetSeen: string | undefined;
   private targetRedacted = '';
+  // The last read's checks and evidence as given and as redacted: the completion usually carries the very same
+  // objects (by identity; the runner never changes them in between), so it reuses their redacted form.
+  private checksSeen: unknown;
+  private checksRedacted: unknown;
+  private evidenceSeen: unknown;
+  private evidenceRedacted: unknown;
 
   constructor(
     private readonly tracer: Tracer,
@@ -90,6 +97,12 @@ export class RunTrace {
       this.targetSeen = target;
     }
     return this.targetRedacted;
+  }
+
+  // The read's `observed` field and the completion's `evidence` redact alike unless a key rule names either one.
+  private redactedEvidence(evidence: Record<string, unknown>): unknown {
+    if (evidence === this.evidenceSeen && fieldsAlike(this.tracer.redactor)) return this.evidenceRedacted;
+    return this.scrub('evidence', evidence);
   }
 
   /** Emits `run.started` with the call's facts (called by `Tracer.begin`). */
@@ -301,8 +314,13 @@ export class RunTrace {
     if (reading.kind === 'observed') {
       if (reading.evaluation) {
         e.verdict = reading.evaluation.verdict;
-        e.observed = this.scrub('observed', reading.evaluation.evidence);
-        e.checks = this.scrub('checks', reading.evaluation.checks);
+        const { evidence, checks } = reading.evaluation;
+        e.observed = this.scrub('observed', evidence);
+        e.checks = this.scrub('checks', checks);
+        this.checksSeen = checks;
+        this.checksRedacted = e.checks;
+        this.evidenceSeen = evidence;
+        this.evidenceRedacted = e.observed;
       }
       if (reading.terminal) e.terminal = reading.terminal;
     } else if (reading.kind === 'error') {
@@ -350,13 +368,13 @@ export class RunTrace {
       safeToRepeat: c.safeToRepeat,
       claimed: this.claim,
       verified: c.status === 'verified',
-      checks: this.scrub('checks', c.checks),
+      checks: c.checks === this.checksSeen ? this.checksRedacted : this.scrub('checks', c.checks),
       durationMs: now - this.startedAt,
     };
     if (c.errorCode) e.errorCode = this.scrub('errorCode', c.errorCode);
     if (c.reason) e.reason = this.scrub('reason', c.reason);
     if (c.observedAt) e.observedAt = c.observedAt;
-    if (c.evidence) e.evidence = this.scrub('evidence', c.evidence);
+    if (c.evidence) e.evidence = this.redactedEvidence(c.evidence);
     if (c.units) e.units = this.scrub('units', c.units);
     if (this.executeEndedAt !== undefined) e.verificationMs = now - this.executeEndedAt;
     if (c.shadow) e.shadow = this.scrub('shadow', c.shadow);
@@ -399,6 +417,19 @@ export class RunTrace {
     };
     return e;
   }
+}
+
+// Per redactor: whether it redacts the fields `observed` and `evidence` alike, that is, neither name is a secret
+// key to it. An object no rule can produce comes back as it is exactly under a name that is not a secret key.
+const alike = new WeakMap<Redactor, boolean>();
+const PROBE = Object.freeze({});
+function fieldsAlike(redactor: Redactor): boolean {
+  let known = alike.get(redactor);
+  if (known === undefined) {
+    known = ['observed', 'evidence'].every((key) => redactor.redactField(key, PROBE) === PROBE);
+    alike.set(redactor, known);
+  }
+  return known;
 }
 
 // Calls a step and returns its promise; a step that throws synchronously rejects, as it would in an async function.

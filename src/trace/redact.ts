@@ -30,8 +30,23 @@ export interface Redactor {
 const SECRET_KEY =
   /passw(?:or)?d|passphrase|^pwd$|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|authori[sz]ation|^auth$|cookie|session[-_]?(?:id|key)|credential|card[-_]?(?:number|num|no)$|^(?:pan|cvv2?|cvc|ssn)$|signature/i;
 
+// The keywords of `name=value` assignments, in the spellings found in real messages (see `cases`).
+const ASSIGNMENT_KEYS = [
+  'passwd',
+  'password',
+  'pwd',
+  'secret',
+  'token',
+  'api_key',
+  'api-key',
+  'apikey',
+  'access_key',
+  'access-key',
+].flatMap(cases);
+
 // One alternation, scanned once per string; each group names the kind of secret it found. No `i` flag and no
 // leading lookbehinds: every branch starts with a literal or a digit, which keeps the scan about 30% cheaper.
+// A new branch needs its own clause in `mayHoldSecret`, which decides which strings this scan can skip.
 const SECRET_VALUE = new RegExp(
   [
     '(?<private_key>-----BEGIN [A-Z ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY-----)',
@@ -45,7 +60,7 @@ const SECRET_VALUE = new RegExp(
     '(?<slack_token>xox[abposr]-[A-Za-z0-9-]{10,})',
     '(?<google_key>AIza[0-9A-Za-z_-]{35})',
     '(?<url_credentials>://[^\\s:/@]+:[^\\s/@]+@)',
-    `(?<assignment>(?:${['passwd', 'password', 'pwd', 'secret', 'token', 'api_key', 'api-key', 'apikey', 'access_key', 'access-key'].flatMap(cases).join('|')})\\s*[=:]\\s*[^\\s,;&"']+)`,
+    `(?<assignment>(?:${ASSIGNMENT_KEYS.join('|')})\\s*[=:]\\s*[^\\s,;&"']+)`,
     // Starts only where a token starts: a digit inside a word ("a1 4111…") would otherwise begin a
     // candidate that is refused as a whole, and the scan would resume after the real card.
     '(?<card_number>(?<![\\w.-])\\d(?:[ -]?\\d){12,18})',
@@ -56,6 +71,64 @@ const SECRET_VALUE = new RegExp(
 // `password`, `Password` and `PASSWORD`: the spellings found in real messages, without a slower `i` flag.
 function cases(word: string): string[] {
   return [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()];
+}
+
+// The prefilter (`mayHoldSecret`) checks what every match of some SECRET_VALUE branch must contain. The full scan
+// costs ~4 ns a character (12 branches with no common prefix); these checks cost about half as much, and a typical
+// completion message fails all of them, so it skips the scan. First, the opening literal of each branch but the
+// last two (or a part of it: `[kK][-_]` for the API keys).
+const SECRET_OPENING =
+  /-----BEGIN |[Bb]earer|BEARER|[Bb]asic|BASIC|eyJ|[kK][-_]|A[KS]IA|gh[pousr]_|github_pat_|xox[abposr]-|AIza|:\/\//;
+// 13 digits, each pair apart by at most one space or dash: the card branch without its lookbehind. Written out
+// rather than as `(?:[ -]?\d){12}`, which V8 scans about 6x slower in prose with dates and ids.
+const CARD_DIGITS = new RegExp(`\\d${'[ -]?\\d'.repeat(12)}`);
+// The assignment keywords by their last character: a keyword must end right before the spaces before '=' or ':'.
+const KEYS_BY_LAST = new Map<number, string[]>();
+for (const key of ASSIGNMENT_KEYS) {
+  const last = key.charCodeAt(key.length - 1);
+  KEYS_BY_LAST.set(last, [...(KEYS_BY_LAST.get(last) ?? []), key]);
+}
+const SPACE = /\s/;
+
+/**
+ * Whether the built-in scan could find anything in `text`: false proves that SECRET_VALUE has no match there, so
+ * the scan is skipped. Internal (exported for the tests that hold it to the full scan).
+ */
+export function mayHoldSecret(text: string): boolean {
+  return (
+    SECRET_OPENING.test(text) ||
+    CARD_DIGITS.test(text) ||
+    assignmentBefore(text, ':') ||
+    assignmentBefore(text, '=')
+  );
+}
+
+// Whether an assignment keyword, then only whitespace, comes right before some `sign` in the text. Every keyword
+// ends in a letter, so it ends exactly where that whitespace starts.
+function assignmentBefore(text: string, sign: string): boolean {
+  for (let at = text.indexOf(sign); at !== -1; at = text.indexOf(sign, at + 1)) {
+    let end = at;
+    while (end > 0 && isSpace(text.charCodeAt(end - 1))) end--;
+    const keys = KEYS_BY_LAST.get(text.charCodeAt(end - 1));
+    if (keys?.some((key) => end >= key.length && text.startsWith(key, end - key.length))) return true;
+  }
+  return false;
+}
+
+// The regex `\s`, without building a one-character string for the common ASCII characters.
+function isSpace(code: number): boolean {
+  if (code < 128) return code === 32 || (code >= 9 && code <= 13);
+  return SPACE.test(String.fromCharCode(code));
+}
+
+/** The built-in value rules applied to one string, with no prefilter. Internal (the tests' reference too). */
+export function scanSecrets(text: string): string {
+  return text.replace(SECRET_VALUE, replaceDefault);
+}
+
+/** The first match of the full scan, even one it keeps as it is (digits failing Luhn). Internal, for tests. */
+export function firstSecretMatch(text: string): string | undefined {
+  return text.match(SECRET_VALUE)?.[0];
 }
 
 // Shorter strings cannot hold any built-in secret pattern, so they skip the scan.
@@ -89,7 +162,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
 
   function redactString(text: string): string {
     let out = text;
-    if (defaults && out.length >= MIN_SECRET_LENGTH) out = out.replace(SECRET_VALUE, replaceDefault);
+    if (defaults && out.length >= MIN_SECRET_LENGTH && mayHoldSecret(out)) out = scanSecrets(out);
     for (const rule of valueRules) {
       out = out.replace(rule.value as RegExp, (m) =>
         rule.replace ? rule.replace(m) : `[redacted:${rule.name}]`,
