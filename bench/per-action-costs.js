@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRunner, memoryStore } from '../dist/index.js';
+import { callbackSink, createRunner, memoryStore } from '../dist/index.js';
 import { committedAction, PG_URL } from './postgres-shared.js';
 
 const ACTIONS = Number(process.env.BENCH_COST_ACTIONS ?? 2_000);
@@ -16,6 +16,10 @@ const dir = mkdtempSync(join(tmpdir(), 'readback-costs-'));
 
 async function openStores() {
   const stores = [['memory', memoryStore(), async () => {}]];
+  // The same store with the run record on, to a sink that only counts: what tracing adds to an action.
+  const counted = { events: 0 };
+  const trace = { sinks: [callbackSink(() => void counted.events++)] };
+  stores.push(['memory, traced (callback sink)', memoryStore(), async () => {}, trace]);
   const { sqliteStore } = await import('../dist/sqlite/index.js');
   const sqlite = await sqliteStore({ path: join(dir, 'costs.db') });
   stores.push(['sqlite (FULL)', sqlite, () => sqlite.close()]);
@@ -82,8 +86,8 @@ const session = new Session();
 session.connect();
 const rows = [];
 try {
-  for (const [name, store, close] of await openStores()) {
-    const runner = createRunner({ store });
+  for (const [name, store, close, trace] of await openStores()) {
+    const runner = createRunner({ store, ...(trace ? { trace } : {}) });
     const action = committedAction();
     await actions(runner, action, 'w', 500); // warm-up, not counted
     const promises = await promisesPerAction(runner, action);

@@ -181,18 +181,21 @@ export class Drive extends RecordWriter {
     if (!moved) return this.superseded();
 
     let raw: unknown;
+    const trace = this.run.trace;
+    // The trace is told when the step starts and how it ended, around this await (no promise of its own).
+    const started = trace ? trace.executeStarted(this.record) : 0;
     try {
       // A live tool under shadow runs as long as it always did: readback's deadline would turn a slow
       // success into an error the agent never used to see. Only the caller's own signal applies.
-      const call = this.shadow
-        ? async () => action.execute(this.record.input, this.stepContext())
-        : () =>
-            withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
-              action.execute(this.record.input, this.stepContext(signal)),
-            );
-      raw = await (this.run.trace ? this.run.trace.execute(this.record, call) : call());
+      raw = await (this.shadow
+        ? action.execute(this.record.input, this.stepContext())
+        : withDeadline(env.clock, 'execute', action.executeTimeoutMs, this.run.signal, (signal) =>
+            action.execute(this.record.input, this.stepContext(signal)),
+          ));
+      trace?.executeReturned(this.record, started, raw);
       this.shadow?.returned(raw);
     } catch (error) {
+      trace?.executeThrew(this.record, started, error);
       this.shadow?.threw(error);
       if (action.mode === 'optimistic') {
         this.pendingDetail = { error: describeError(error), ...this.shadowClaim() };
@@ -413,8 +416,13 @@ export class Drive extends RecordWriter {
   }
 
   private read(phase: ReadPhase): Promise<Reading> {
-    const read = () => readOnce(this.env.clock, this.action, this.record.input, this.stepContext);
-    return this.run.trace ? this.run.trace.observe(phase, this.record, read) : read();
+    const { env, action, record } = this;
+    const trace = this.run.trace;
+    if (!trace) return readOnce(env.clock, action, record.input, this.stepContext);
+    const started = trace.readStarted();
+    return readOnce(env.clock, action, record.input, this.stepContext, (reading) =>
+      trace.observed(phase, record, started, reading),
+    );
   }
 
   private budgetSpent(): boolean {

@@ -33,6 +33,8 @@ export function readOnce(
   action: AnyAction,
   input: unknown,
   makeCtx: StepContextFactory,
+  /** Sees the reading before it is returned (the trace), inside the same `then`: no promise of its own. */
+  onReading?: (reading: Reading) => void,
 ): Promise<Reading> {
   const ctx = makeCtx();
   const observe = action.observe;
@@ -41,13 +43,15 @@ export function readOnce(
   return withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
     observe(input, makeCtx(signal)),
   ).then(
-    (observed): Reading => judge(clock, action, input, observed, ctx),
-    (error: unknown): Reading => ({
-      kind: 'error',
-      at: clock.now(),
-      ...classifyReadError(error, ctx.signal),
-    }),
+    (observed): Reading => seen(judge(clock, action, input, observed, ctx), onReading),
+    (error: unknown): Reading =>
+      seen({ kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) }, onReading),
   );
+}
+
+function seen(reading: Reading, onReading: ((reading: Reading) => void) | undefined): Reading {
+  onReading?.(reading);
+  return reading;
 }
 
 /** What one observation says; nothing it holds or throws escapes as an exception. */

@@ -211,8 +211,11 @@ export class RunTrace {
     });
   }
 
-  /** Wraps the execute call: `execute.started`, then the claim and the raw result, apart from any read. */
-  execute<T>(record: OperationRecord, call: () => Promise<T>): Promise<T> {
+  /**
+   * Emits `execute.started` and returns the step's start time, which `executeReturned` / `executeThrew` take:
+   * the drive calls these around its own await, so tracing adds no promise to the step.
+   */
+  executeStarted(record: OperationRecord): number {
     // The event's time is the step's start: one clock read for both.
     const started = this.tracer.clock.now();
     if (this.wants('execute.started')) {
@@ -229,24 +232,17 @@ export class RunTrace {
         attempt: record.attempt,
       });
     }
-    // then() rather than an async wrapper: one promise per step instead of two on a hot path.
-    return settle(call).then(
-      (raw) => {
-        this.returned(record, started, raw);
-        return raw;
-      },
-      (error: unknown) => {
-        const kind = error instanceof StepTimeout ? 'timed_out' : 'threw';
-        this.finished(record, started, {
-          claimed: 'error',
-          normalized: { kind, reason: describeError(error) },
-        });
-        throw error;
-      },
-    );
+    return started;
   }
 
-  private returned(record: OperationRecord, started: number, raw: unknown): void {
+  /** Records a failed execute (threw, rejected or timed out): the claim is an error. */
+  executeThrew(record: OperationRecord, started: number, error: unknown): void {
+    const kind = error instanceof StepTimeout ? 'timed_out' : 'threw';
+    this.finished(record, started, { claimed: 'error', normalized: { kind, reason: describeError(error) } });
+  }
+
+  /** Records what execute returned: the claim and the raw result, apart from any read. */
+  executeReturned(record: OperationRecord, started: number, raw: unknown): void {
     const options = this.tracer.options;
     const rejected = isRejected(raw);
     const accepted = !rejected && isAccepted(raw);
@@ -298,16 +294,13 @@ export class RunTrace {
     this.send(e);
   }
 
-  /** Wraps one authoritative read and records the query, the read time and what was seen. */
-  observe(phase: ReadPhase, record: OperationRecord, read: () => Promise<Reading>): Promise<Reading> {
-    const started = this.tracer.clock.now();
-    return settle(read).then((reading) => {
-      this.observed(phase, record, started, reading);
-      return reading;
-    });
+  /** The start time of a read, which `observed` takes. */
+  readStarted(): number {
+    return this.tracer.clock.now();
   }
 
-  private observed(phase: ReadPhase, record: OperationRecord, started: number, reading: Reading): void {
+  /** Records one authoritative read that began at `started`: the query, the read time and what was seen. */
+  observed(phase: ReadPhase, record: OperationRecord, started: number, reading: Reading): void {
     const e = this.readEvent(phase, record, started, reading.at);
     if (!e) return;
     e.result = reading.kind;

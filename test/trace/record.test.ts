@@ -1,6 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import { hashOf } from '../../src/canonical.js';
-import { createRunner, memoryStore, TRACE_FORMAT_VERSION, type TraceEvent } from '../../src/index.js';
+import {
+  createRunner,
+  defineAction,
+  memoryStore,
+  TRACE_FORMAT_VERSION,
+  type TraceEvent,
+} from '../../src/index.js';
 import { Tracer } from '../../src/runner/tracer.js';
 import { createHelpdesk } from '../../src/testing/index.js';
 import { ctx, ofType, sha256OfCanonical, tracedSetup } from './support.js';
@@ -194,6 +200,38 @@ describe('the run record', () => {
     expect(finished).not.toHaveProperty('raw');
     expect(ofType(events, 'observe').map((e) => e.phase)).toEqual(['baseline', 'in_doubt']);
     expect(ofType(events, 'completion')[0]).toMatchObject({ claimed: 'error', verified: true });
+  });
+
+  it('an execute that outlives its deadline: timed_out, recorded before the read back that verifies it', async () => {
+    const rows = new Map<string, string>();
+    const events: TraceEvent[] = [];
+    const runner = createRunner({
+      store: memoryStore(),
+      trace: { sinks: [{ write: (e) => void events.push(e) }] },
+    });
+    const action = defineAction({
+      name: 'set_status',
+      description: 'Sets a row status; the response never comes back',
+      input: { '~standard': { version: 1, vendor: 'test', validate: (value: unknown) => ({ value }) } },
+      target: (input: { id: string }) => `row:${input.id}`,
+      postcondition: 'The row has the status.',
+      executeTimeoutMs: 20,
+      execute: async (input: { id: string; status: string }) => {
+        rows.set(input.id, input.status);
+        await new Promise(() => {});
+      },
+      observe: async (input: { id: string }) => (rows.has(input.id) ? { status: rows.get(input.id) } : null),
+      expect: (input: { status: string }) => ({ status: input.status }),
+    });
+    const c = await runner.run(action, { id: 'r1', status: 'done' }, { runId: 'r' });
+    expect(c.status).toBe('verified');
+    const finished = ofType(events, 'execute.finished')[0]!;
+    expect(finished).toMatchObject({ claimed: 'error', normalized: { kind: 'timed_out' } });
+    expect(finished.normalized.reason).toMatch(/execute did not answer within 20 ms/);
+    const order = events.map((e) => e.type);
+    expect(order.indexOf('execute.started')).toBeLessThan(order.indexOf('execute.finished'));
+    expect(order.indexOf('execute.finished')).toBeLessThan(order.indexOf('observe'));
+    expect(ofType(events, 'observe').map((e) => e.phase)).toEqual(['in_doubt']);
   });
 
   it('accepted work: one poll event per provider lookup, and the accepted claim', async () => {

@@ -155,7 +155,7 @@ describe('redacted checks and evidence reused by the completion', () => {
       at: 0,
       evaluation: { verdict: 'pass', checks: [check], evidence: { status: 'done' } },
     };
-    await trace.observe('verify', record, async () => reading);
+    trace.observed('verify', record, 0, reading);
     const leaked = 'Bearer abc123DEF456ghi789';
     // Only the fields the completion event reads.
     const completion = { operationId: 'op_1', status: 'verified', message: 'ok' };
