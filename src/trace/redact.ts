@@ -3,6 +3,8 @@ import { ReadbackError } from '../errors.js';
 /**
  * One redaction rule. A `key` rule replaces the whole value under a matching object key; a `value` rule
  * replaces every match inside any string. `replace` builds the replacement (default `[redacted:<name>]`).
+ * A rule that throws fails closed: a throwing `key` function counts as a match, and a throwing `replace`
+ * gives `[redacted:<name>]` for the whole value or string it was given.
  */
 export interface RedactionRule {
   name: string;
@@ -149,8 +151,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     if (known !== undefined) return known;
     let found: RedactionRule | 'default' | null = null;
     for (const rule of keyRules) {
-      const match = typeof rule.key === 'function' ? rule.key(key) : (rule.key as RegExp).test(key);
-      if (match) {
+      if (keyMatches(rule, key)) {
         found = rule;
         break;
       }
@@ -164,9 +165,14 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     let out = text;
     if (defaults && out.length >= MIN_SECRET_LENGTH && mayHoldSecret(out)) out = scanSecrets(out);
     for (const rule of valueRules) {
-      out = out.replace(rule.value as RegExp, (m) =>
-        rule.replace ? rule.replace(m) : `[redacted:${rule.name}]`,
-      );
+      try {
+        out = out.replace(rule.value as RegExp, (m) =>
+          rule.replace ? rule.replace(m) : `[redacted:${rule.name}]`,
+        );
+      } catch {
+        // A rule that throws cannot say what is safe to keep: the whole string goes (fail closed).
+        return `[redacted:${rule.name}]`;
+      }
     }
     return out;
   }
@@ -210,9 +216,12 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     if (rule === null) return walk(item, depth + 1);
     if (item === null || item === undefined) return item;
     if (rule === 'default') return '[redacted]';
-    return rule.replace
-      ? rule.replace(typeof item === 'string' ? item : JSON.stringify(item))
-      : `[redacted:${rule.name}]`;
+    if (!rule.replace) return `[redacted:${rule.name}]`;
+    try {
+      return rule.replace(typeof item === 'string' ? item : JSON.stringify(item));
+    } catch {
+      return `[redacted:${rule.name}]`;
+    }
   }
 
   return {
@@ -220,6 +229,16 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, keep) as T,
     redactField: (key: string, value: unknown) => redactEntry(key, value, 0),
   };
+}
+
+// Whether a key rule names `key`. A key function that throws counts as a match: what it guards is then
+// redacted rather than shown (fail closed), and the run that is being traced is never disturbed.
+function keyMatches(rule: RedactionRule, key: string): boolean {
+  try {
+    return Boolean(typeof rule.key === 'function' ? rule.key(key) : (rule.key as RegExp).test(key));
+  } catch {
+    return true;
+  }
 }
 
 // Plain assignment of "__proto__" would set the prototype and drop the key.

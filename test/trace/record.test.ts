@@ -234,6 +234,30 @@ describe('the run record', () => {
     expect(ofType(events, 'observe').map((e) => e.phase)).toEqual(['in_doubt']);
   });
 
+  it('a redaction rule that throws never changes the run: it verifies, and the events fail closed', async () => {
+    const { hd, runner, events } = tracedSetup({
+      trace: {
+        redaction: {
+          rules: [
+            {
+              name: 'flaky',
+              value: /resolved/,
+              replace: () => {
+                throw new Error('rule failed');
+              },
+            },
+          ],
+        },
+      },
+    });
+    const c = await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    expect(c.status).toBe('verified');
+    expect((await hd.tickets.get('T-104'))?.status).toBe('resolved');
+    expect((await runner.store.get(c.operationId))?.status).toBe('verified');
+    expect(ofType(events, 'completion')[0]!.evidence).toMatchObject({ status: '[redacted:flaky]' });
+    expect(JSON.stringify(events)).not.toMatch(/resolved/);
+  });
+
   it('accepted work: one poll event per provider lookup, and the accepted claim', async () => {
     const { hd, runner, events } = tracedSetup();
     const c = await runner.run(

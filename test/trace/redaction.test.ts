@@ -119,6 +119,27 @@ describe('redaction rules', () => {
     expect(input).toEqual({ password: 'p', note: 'Bearer abc123DEF456ghi789' });
   });
 
+  it('fails closed when your rule throws: what the rule was given is redacted, nothing throws', () => {
+    const boom = () => {
+      throw new Error('rule failed');
+    };
+    const r = createRedactor({
+      rules: [
+        { name: 'bad_key', key: (key) => (key === 'token2' ? boom() : false) },
+        { name: 'bad_replace_key', key: /^pin$/, replace: boom },
+        { name: 'bad_value', value: /ACME-\d+/, replace: boom },
+      ],
+    });
+    expect(
+      r.redact({ token2: 'a', pin: 1234, note: 'order ACME-42 shipped', other: 'kept as it is' }),
+    ).toEqual({
+      token2: '[redacted:bad_key]',
+      pin: '[redacted:bad_replace_key]',
+      note: '[redacted:bad_value]',
+      other: 'kept as it is',
+    });
+  });
+
   it('rejects malformed rules, naming the rule', () => {
     expect(() => createRedactor({ rules: [{ name: '', value: /x/ }] })).toThrow(/rules\[0\]\.name/);
     expect(() => createRedactor({ rules: [{ name: 'a' }] })).toThrow(
