@@ -88,7 +88,12 @@ export class RunTrace {
 
   // Redaction of one field that can hold caller data (key rules see the field's name, as for nested keys).
   private scrub(key: string, value: unknown): unknown {
-    return this.tracer.redactor.redactField(key, value);
+    try {
+      return this.tracer.redactor.redactField(key, value);
+    } catch {
+      // A value that cannot even be read (a throwing getter, a revoked proxy) is not shown, and the run goes on.
+      return '[redacted:unreadable]';
+    }
   }
 
   private redactedTarget(target: string): string {

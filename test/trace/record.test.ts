@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { hashOf } from '../../src/canonical.js';
+import type { Completion } from '../../src/contract/types.js';
 import {
   createRunner,
   defineAction,
@@ -463,5 +464,22 @@ describe('the tracer hooks', () => {
     computed.selected(true, input, { target: 't' });
     const hashes = ofType(seen, 'tool.selected').map((e) => e.argsHash);
     expect(hashes).toEqual(['f'.repeat(64), hashOf(input)]);
+  });
+
+  it('a field that cannot be read is recorded as unreadable, and building the event does not throw', () => {
+    const seen: TraceEvent[] = [];
+    const tracer = new Tracer(
+      { sinks: [{ write: (e) => void seen.push(e) }] },
+      { now: () => 0, sleep: async () => {} },
+    );
+    const trace = tracer.begin({ name: 'a', mode: 'committed' }, { runId: 'r', entry: 'run' });
+    const evidence = {
+      get status(): string {
+        throw new Error('getter failed');
+      },
+    };
+    const completion = { operationId: 'op_1', status: 'verified', message: 'ok', checks: [], evidence };
+    expect(() => trace.completed(completion as unknown as Completion)).not.toThrow();
+    expect(ofType(seen, 'completion')[0]!.evidence).toBe('[redacted:unreadable]');
   });
 });
