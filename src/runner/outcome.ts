@@ -1,3 +1,4 @@
+import { isoTime } from '../clock.js';
 import type {
   AnyAction,
   Check,
@@ -94,18 +95,6 @@ export function nextAllowedAction(outcome: Outcome, action: AnyAction): NextAllo
 /** Whether running the same call again is safe: always when nothing executed, else as the action declares. */
 export function safeToRepeat(outcome: Outcome, action: AnyAction): RepeatSafety {
   return outcome.nothingExecuted ? true : action.safeToRepeat;
-}
-
-// Completions formed in the same millisecond share one ISO text (formatting a Date costs ~0.3 µs).
-let lastMs = Number.NaN;
-let lastIso = '';
-
-function isoTime(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
-  }
-  return lastIso;
 }
 
 /** Forms the completion, including the status-bound message. */
