@@ -3,6 +3,8 @@ import { ReadbackError } from '../errors.js';
 import {
   type EventRow,
   eventFromRow,
+  type JsonTexts,
+  newRecordTexts,
   type OperationRow,
   patchAssignments,
   recordFromRow,
@@ -33,6 +35,7 @@ import {
 } from '../store/types.js';
 import { RESERVE_KEY, writeBatcher } from './batch.js';
 import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
+import { InFlightJson } from './in-flight-json.js';
 import { type ReconnectPolicy, withReconnect } from './retry.js';
 import { transitionShapes } from './shapes.js';
 import { listSql, reserveBatchSql, statementsFor, type Tables } from './sql.js';
@@ -261,6 +264,7 @@ export function createPostgresStore({
     updatedAt: number,
     columns: string[],
     values: unknown[],
+    json: JsonTexts | undefined,
     event: NewEvent,
     guard: TransitionGuard,
   ): Promise<OperationRecord | null> => {
@@ -289,17 +293,20 @@ export function createPostgresStore({
     // No row: the compare-and-set did not match (missing, wrong lifecycle, settled, lease or attempt moved on).
     // A write found after a lost connection answers with the record only while it is still the latest
     // change; otherwise null, and the caller re-reads as it does for any compare-and-set it lost.
-    return writeOnce(
+    const bound = json === undefined ? undefined : new InFlightJson(json);
+    const written = writeOnce(
       {
         text,
         values: params,
         id,
         writeId: params.at(-1) as string,
-        apply: ([updated]) => (updated === undefined ? null : recordFromRow(updated)),
-        found: (write) => (write.seq === write.event_seq ? recordFromRow(write) : null),
+        apply: ([updated]) => (updated === undefined ? null : recordFromRow(updated, bound?.get())),
+        found: (write) => (write.seq === write.event_seq ? recordFromRow(write, bound?.get()) : null),
       },
       first,
     );
+    bound?.soon();
+    return written;
   };
 
   // The record a reserve found under its key (perhaps committed a moment ago by another process, which
@@ -332,7 +339,8 @@ export function createPostgresStore({
         return Promise.reject(error);
       }
       // Our own seq-1 event means the record is ours; otherwise ON CONFLICT found someone else's key.
-      const created = (row: OperationRow) => ({ record: recordFromRow(row), created: true });
+      const bound = new InFlightJson(newRecordTexts(values));
+      const created = (row: OperationRow) => ({ record: recordFromRow(row, bound.get()), created: true });
       const write: Write<Reservation> = {
         text: sql.reserve,
         values,
@@ -352,7 +360,7 @@ export function createPostgresStore({
               params: values,
             })
         : undefined;
-      return writeOnce(write, first, (error) => {
+      const written = writeOnce(write, first, (error) => {
         // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
         if (isUniqueViolation(error, 'operations_pkey')) {
           throw new ReadbackError(
@@ -363,6 +371,8 @@ export function createPostgresStore({
         }
         throw error;
       });
+      bound.soon();
+      return written;
     },
 
     transition(id, from, patch, event, guard = {}) {
@@ -376,11 +386,11 @@ export function createPostgresStore({
         for (const field of IDENTITY_FIELDS) {
           if ((patch as Partial<OperationRecord>)[field] !== undefined) carried.push(field);
         }
-        const { columns, values } = patchAssignments(patch, 'updatedAt');
+        const { columns, values, json } = patchAssignments(patch, 'updatedAt');
         const write = () =>
           from.length === 0
             ? Promise.resolve(null)
-            : update(id, from, patch.updatedAt ?? event.at, columns, values, event, guard);
+            : update(id, from, patch.updatedAt ?? event.at, columns, values, json, event, guard);
         if (carried.length === 0) return write();
         return identityHolds(id, patch, carried).then((exists) => (exists ? write() : null));
       } catch (error) {
@@ -409,7 +419,7 @@ export function createPostgresStore({
       if (filter.limit !== undefined) requirePositiveInt(filter.limit, 'filter.limit');
       if (filter.dueBefore !== undefined) requireTime(filter.dueBefore, 'filter.dueBefore');
       const { text, values } = listSql(tables, filter);
-      return (await rows<OperationRow>(text, values)).map(recordFromRow);
+      return (await rows<OperationRow>(text, values)).map((row) => recordFromRow(row));
     },
 
     async claimDue(limit, leaseMs, owner, now) {

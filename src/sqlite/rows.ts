@@ -106,19 +106,42 @@ function numOrNull(value: number | bigint | null): number | null {
   return value === null ? null : num(value);
 }
 
-/** Builds the record a row stores; every column is read back, whatever schema version wrote it. */
-export function recordFromRow(row: OperationRow): OperationRecord {
+/** The record fields kept in JSON columns. */
+export type JsonField = 'scope' | 'input' | 'providerRef' | 'baseline' | 'completion';
+
+/**
+ * JSON fields decoded from the very text a write bound, for the record that write returns: a read of the row
+ * gives the same values (SQLite keeps the text; Postgres jsonb keeps the values, though it may order an
+ * object's keys differently), so its own columns need no second decode. Undefined fields come from the row.
+ */
+export type BoundJson = Partial<Pick<OperationRecord, JsonField>>;
+
+/** The JSON texts a write binds, by record field (SQL NULL as null). */
+export type JsonTexts = [JsonField, string | null][];
+
+/** Decodes bound JSON texts: fresh objects, shared with nobody, as a read of the row would give. */
+export function decodeBound(texts: JsonTexts): BoundJson {
+  const bound: BoundJson = {};
+  for (const [field, text] of texts) (bound as Record<JsonField, unknown>)[field] = fromJson(text);
+  return bound;
+}
+
+/**
+ * Builds the record a row stores; every column is read back, whatever schema version wrote it, except the
+ * JSON fields `bound` already holds (decoded from the text the same write bound).
+ */
+export function recordFromRow(row: OperationRow, bound?: BoundJson): OperationRecord {
   return {
     schemaVersion: num(row.schema_version),
     id: row.id,
     action: row.action,
     target: row.target,
-    scope: fromJson(row.scope) as Record<string, string>,
+    scope: bound?.scope ?? (fromJson(row.scope) as Record<string, string>),
     fingerprint: row.fingerprint,
     idempotencyKey: row.idempotency_key,
     runId: row.run_id,
     actor: row.actor,
-    input: fromJson(row.input),
+    input: bound?.input ?? fromJson(row.input),
     attempt: num(row.attempt),
     lifecycle: row.lifecycle as Lifecycle,
     status: row.status as Status | null,
@@ -130,9 +153,9 @@ export function recordFromRow(row: OperationRow): OperationRecord {
     lastObservedAt: numOrNull(row.last_observed_at),
     nextPollAt: numOrNull(row.next_poll_at),
     reads: num(row.reads),
-    providerRef: fromJson(row.provider_ref),
-    baseline: fromJson(row.baseline),
-    completion: fromJson(row.completion) as Completion | null,
+    providerRef: bound?.providerRef ?? fromJson(row.provider_ref),
+    baseline: bound?.baseline ?? fromJson(row.baseline),
+    completion: bound?.completion ?? (fromJson(row.completion) as Completion | null),
     leaseOwner: row.lease_owner,
     leaseToken: row.lease_token,
     leaseExpiresAt: numOrNull(row.lease_expires_at),
@@ -149,6 +172,14 @@ export function storedRecord(record: OperationRecord, params: readonly SqliteVal
   record.input = fromJson(params[INPUT_PARAM] as string | null);
   // A new record's other JSON fields are null, and null needs no copy.
   return record;
+}
+
+/** The JSON texts `recordParams` binds for a new record (its other JSON fields are null). */
+export function newRecordTexts(params: readonly unknown[]): JsonTexts {
+  return [
+    ['scope', params[SCOPE_PARAM] as string],
+    ['input', params[INPUT_PARAM] as string | null],
+  ];
 }
 
 const SCOPE_PARAM = OPERATION_COLUMN_NAMES.indexOf('scope');
@@ -189,14 +220,15 @@ export function recordParams(r: OperationRecord): SqliteValue[] {
 
 /**
  * Turns a patch into column assignments, skipping undefined ("not given") and unknown keys, and the
- * field named by `omit` (which the caller binds itself).
+ * field named by `omit` (which the caller binds itself); `json` lists the JSON texts it binds, if any.
  */
 export function patchAssignments(
   patch: RecordPatch,
   omit?: keyof RecordPatch,
-): { columns: string[]; values: SqliteValue[] } {
+): { columns: string[]; values: SqliteValue[]; json: JsonTexts | undefined } {
   const columns: string[] = [];
   const values: SqliteValue[] = [];
+  let json: JsonTexts | undefined;
   // Object.keys and indexed reads rather than Object.entries: no pair array per field, on every write.
   for (const field of Object.keys(patch)) {
     const value = (patch as Record<string, unknown>)[field];
@@ -206,9 +238,14 @@ export function patchAssignments(
       throw new ReadbackError('invalid_options', 'must not be null', `patch.${field}`);
     }
     columns.push(spec.column);
-    values.push(spec.json ? toJson(value) : (value as SqliteValue));
+    if (spec.json) {
+      const text = toJson(value);
+      values.push(text);
+      json ??= [];
+      json.push([field as JsonField, text]);
+    } else values.push(value as SqliteValue);
   }
-  return { columns, values };
+  return { columns, values, json };
 }
 
 /** Builds the event a row stores; `detail` is present only when the writer gave one, as in the memory store. */

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { ALL, type CaseBody, ev, move, newOp, rejectsWith, reserve, T0 } from './support.js';
+import { ALL, type CaseBody, ev, move, newOp, type Patch, rejectsWith, reserve, T0 } from './support.js';
 
 /** Copies in and out, misuse and close. */
 export const isolationCases: CaseBody[] = [
@@ -31,6 +31,44 @@ export const isolationCases: CaseBody[] = [
       const [listed] = await store.list();
       (listed!.providerRef as { jobId: string }).jobId = 'mutated-three';
       assert.deepEqual((await store.get('op-1'))?.providerRef, { jobId: 'job-1' });
+    },
+  ],
+
+  [
+    'the records reserve and transition return hold their JSON fields as a read does, shared with no argument',
+    async (store) => {
+      const op = newOp(1, {
+        input: { id: 'T-1', note: 'said “done”, ünïcode ✓', n: [1, 2.5, -0.125], deep: { a: null } },
+      });
+      const { record } = await store.reserve(op, ev('reserved'));
+      assert.deepEqual(record, await store.get('op-1'));
+      assert.notEqual(record.input, op.input);
+      assert.notEqual(record.scope, op.scope);
+      // Every JSON field at once, with nesting, non-ASCII text and numbers of every kind JSON keeps.
+      const patch = {
+        scope: { tenant: 'acme', region: 'eu' },
+        input: { id: 'T-1', status: 'closed' },
+        providerRef: { jobId: 'job-1', attempts: [1, 2], meta: { 'key with space': '“quoted”' } },
+        baseline: { status: 'open', version: 7, tags: [] },
+        completion: {
+          status: 'verified',
+          message: 'Verified: “The ticket is closed.” holds.',
+          checks: [{ name: 'status', pass: true, expected: 'closed', observed: 'closed' }],
+          evidence: { status: 'closed', ratio: 0.1, big: 1e21, tiny: 5e-324 },
+        },
+      };
+      const moved = await move(store, 'op-1', 'running', T0 + 1, patch as unknown as Patch);
+      assert.deepEqual(moved, await store.get('op-1'));
+      for (const field of ['scope', 'input', 'providerRef', 'baseline', 'completion'] as const) {
+        assert.deepEqual(moved[field], patch[field], field);
+        assert.notEqual(moved[field], patch[field], `${field} must be a copy`);
+      }
+      // Changing the patch afterwards changes neither the returned record nor the stored one.
+      patch.providerRef.attempts.push(3);
+      patch.completion.checks[0]!.pass = false;
+      assert.deepEqual((moved.providerRef as { attempts: number[] }).attempts, [1, 2]);
+      assert.equal((moved.completion as { checks: { pass: boolean }[] }).checks[0]!.pass, true);
+      assert.deepEqual(moved, await store.get('op-1'));
     },
   ],
 
