@@ -76,6 +76,9 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs, context: s
       flags[token.name] = true;
     } else {
       if (token.value === undefined) throw new UsageError(`option '${token.rawName}' needs a value`);
+      // Last-one-wins would silently drop a value (a second --note, a second --store): make the user pick.
+      if (flags[token.name] !== undefined)
+        throw new UsageError(`option '--${token.name}' is given more than once`);
       flags[token.name] = token.value;
     }
   }

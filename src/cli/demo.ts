@@ -4,7 +4,7 @@ import { createRunner, type Runner } from '../runner/runner.js';
 import type { OperationStore } from '../store/types.js';
 import { FakeClock } from '../testing/fakes/fake-clock.js';
 import { createHelpdesk, type Helpdesk } from '../testing/helpdesk.js';
-import type { Command } from './args.js';
+import { type Command, UsageError } from './args.js';
 import { saveDemoState } from './demo-state.js';
 import { stringFlag } from './format.js';
 import { DEFAULT_STORE, openStore } from './store.js';
@@ -390,6 +390,9 @@ export const demoCommand: Command = {
     'no-store': { type: 'boolean', description: 'keep operations in memory only' },
   },
   async run({ flags }, io) {
+    if (flags['no-store'] === true && flags.store !== undefined) {
+      throw new UsageError("give either '--store' or '--no-store', not both");
+    }
     const storePath = flags['no-store'] === true ? undefined : (stringFlag(flags, 'store') ?? DEFAULT_STORE);
     const stamp = Date.now().toString(36);
     const store = storePath === undefined ? undefined : await openStore(storePath, { create: true });

@@ -12,7 +12,7 @@ import {
   shortTime,
   stringFlag,
 } from './format.js';
-import { DEFAULT_STORE, openStore } from './store.js';
+import { DEFAULT_STORE, openStore, redact } from './store.js';
 import { type Column, renderTable } from './table.js';
 
 type Flags = ParsedArgs['flags'];
@@ -352,9 +352,16 @@ export const opsCommand: Command = {
       intFlag(flags, 'limit');
     }
     if (name === 'resolve') resolveArgs(flags);
-    const store = await openStore(stringFlag(flags, 'store') ?? DEFAULT_STORE);
+    const spec = stringFlag(flags, 'store') ?? DEFAULT_STORE;
+    const store = await openStore(spec);
     try {
       return await sub.run(store, id, flags, io);
+    } catch (error) {
+      if (error instanceof UsageError || error instanceof CommandError) throw error;
+      // The store failing under the command (a read-only file, a lost connection) is the user's to fix:
+      // name the store and the reason, not readback's stack.
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new CommandError(`store ${redact(spec)} failed during 'readback ops ${name}': ${reason}`);
     } finally {
       await store.close();
     }

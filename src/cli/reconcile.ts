@@ -1,6 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isAction } from '../contract/define.js';
 import type { AnyAction } from '../contract/types.js';
 import type { ReconcileReport } from '../runner/reconcile.js';
@@ -91,6 +92,23 @@ export function collectActions(mod: Record<string, unknown>): AnyAction[] {
   return [...found];
 }
 
+// readback's own code (dist/ when built, src/ under tests): frames in it are not where the user's module failed.
+const OWN_CODE = fileURLToPath(new URL('../', import.meta.url));
+
+// Node's message for a module that throws while loading, or does not parse, names no line; find one: the
+// first stack frame outside readback, or for a syntax error (whose stack has none) `node --check`'s answer.
+function failedAt(error: unknown, path: string): string {
+  const stack = error instanceof Error ? (error.stack ?? '') : '';
+  for (const [, url, line, column] of stack.matchAll(/(file:\/\/[^\s()]+):(\d+):(\d+)\)?$/gm)) {
+    const file = fileURLToPath(url!);
+    if (!file.startsWith(OWN_CODE)) return ` (at ${file}:${line}:${column})`;
+  }
+  if (!(error instanceof SyntaxError)) return '';
+  const check = spawnSync(process.execPath, ['--check', path], { encoding: 'utf8', timeout: 10_000 });
+  const line = /:(\d+)$/.exec(check.stderr?.split(/\r?\n/, 1)[0] ?? '')?.[1];
+  return line === undefined ? '' : ` (at ${path}:${line})`;
+}
+
 /** Imports an actions module by path (relative to the working directory) and collects its actions. */
 export async function loadActions(modulePath: string): Promise<AnyAction[]> {
   const path = resolve(modulePath);
@@ -100,7 +118,7 @@ export async function loadActions(modulePath: string): Promise<AnyAction[]> {
     mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (error) {
     throw new CommandError(
-      `could not load actions module ${modulePath}: ${error instanceof Error ? error.message : String(error)}`,
+      `could not load actions module ${modulePath}: ${error instanceof Error ? error.message : String(error)}${failedAt(error, path)}`,
     );
   }
   const actions = collectActions(mod);

@@ -1,5 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { SqliteLike } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
 import { UsageError } from './args.js';
 import { CommandError } from './format.js';
@@ -34,6 +35,11 @@ interface PostgresModule {
 // A variable specifier: the SQLite store (and better-sqlite3 behind it) loads only when a command needs it,
 // so `readback demo` and `readback --help` work without the optional dependency.
 const SQLITE_MODULE = '../sqlite/index.js';
+// The driver loader alone, for the read-only look at an existing file (see requireReadbackTables).
+const SQLITE_DRIVER_MODULE = '../sqlite/driver.js';
+// Every readback SQLite store has this table from its first migration on.
+const HAS_READBACK_TABLES =
+  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readback_migrations'";
 // Likewise the Postgres store (and pg behind it) loads only for a `postgres://` store.
 const POSTGRES_MODULE = '../postgres/index.js';
 
@@ -104,6 +110,7 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
       );
     }
     if (!statSync(path).isFile()) throw new UsageError(`store ${spec} is not a file`);
+    await requireReadbackTables(path, spec);
   }
   let mod: SqliteModule;
   try {
@@ -115,6 +122,43 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
     return await mod.sqliteStore({ path });
   } catch (error) {
     throw new CommandError(`could not open store ${spec}: ${errorText(error)}`);
+  }
+}
+
+interface SqliteDriverModule {
+  loadBetterSqlite3(): Promise<new (path: string) => SqliteLike>;
+}
+
+type ReadOnlyDatabase = new (path: string, options: { readonly: true; fileMustExist: true }) => SqliteLike;
+
+// The SQLite store adds its tables to any database it opens, which suits a program opening its own file but
+// not a command pointed at an existing store: an empty file or another program's database would silently
+// become an empty readback store. So a read-only look comes first; where the look itself fails (no driver,
+// not a database), the store's own open reports that, and leaves the file alone.
+async function requireReadbackTables(path: string, spec: string): Promise<void> {
+  const hint = "pass the store your program or 'readback demo' wrote; readback leaves this file as it is";
+  if (statSync(path).size === 0)
+    throw new UsageError(`store ${spec} is an empty file, not a readback store; ${hint}`);
+  let db: SqliteLike;
+  try {
+    const driver = (await import(SQLITE_DRIVER_MODULE)) as SqliteDriverModule;
+    const Database = (await driver.loadBetterSqlite3()) as unknown as ReadOnlyDatabase;
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch {
+    return;
+  }
+  let found: boolean;
+  try {
+    found = db.prepare(HAS_READBACK_TABLES).get() !== undefined;
+  } catch {
+    return;
+  } finally {
+    db.close();
+  }
+  if (!found) {
+    throw new UsageError(
+      `store ${spec} is a SQLite database without readback's tables, not a readback store; ${hint}`,
+    );
   }
 }
 

@@ -106,6 +106,15 @@ describe('readback command line', () => {
     [['demo', '-x'], "readback: unknown option '-x' for 'readback demo'"],
     [['demo', '--json=yes'], "readback: option '--json' takes no value"],
     [['demo', 'extra'], "readback: unexpected argument 'extra' for 'readback demo'"],
+    [['demo', '--store', 'a.db', '--no-store'], "readback: give either '--store' or '--no-store', not both"],
+    [
+      ['ops', 'resolve', 'op-1', '--status', 'failed', '--note', 'a', '--by', 'me', '--note', 'b'],
+      "readback: option '--note' is given more than once",
+    ],
+    [
+      ['ops', 'list', '--store', 'a.db', '--store=b.db'],
+      "readback: option '--store' is given more than once",
+    ],
     [['--frob'], "readback: unknown option '--frob'"],
     [[], 'readback: missing command'],
   ])('%j is a usage error: exit 2, one line naming it, then a usage hint', async (argv, message) => {

@@ -1,9 +1,11 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { openStore } from '../../src/cli/store.js';
 import type { Completion } from '../../src/contract/types.js';
 import { createRunner } from '../../src/runner/runner.js';
+import { openDatabaseFile } from '../../src/sqlite/driver.js';
 import { createHelpdesk } from '../../src/testing/helpdesk.js';
 import { HAS_SQLITE, storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
@@ -270,6 +272,28 @@ describe('readback ops resolve', () => {
     expect(still.record.lifecycle).toBe('accepted');
   });
 
+  it('reports a store that refuses the write in one line, without a stack, leaving the operation open', async () => {
+    const id = ids.pendingEmail.operationId;
+    const real = vi.mocked(openStore).getMockImplementation()!;
+    vi.mocked(openStore).mockImplementationOnce(async (spec, options) => {
+      const store = await real(spec, options);
+      // What better-sqlite3 throws for a file the user may read but not write.
+      const transition = async () => {
+        throw new Error('attempt to write a readonly database');
+      };
+      return { ...store, transition };
+    });
+    const args = ['--status', 'failed', '--note', 'bounced', '--by', 'dana'];
+    const { code, stdout, stderr } = await runCli(['ops', 'resolve', id, '--store', db, ...args]);
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(
+      `readback: store ${db} failed during 'readback ops resolve': attempt to write a readonly database\n`,
+    );
+    const still = JSON.parse((await runCli(['ops', 'show', id, '--store', db, '--json'])).stdout);
+    expect(still.record.lifecycle).toBe('accepted');
+  });
+
   it('reports an unknown id with exit 1', async () => {
     const { code, stderr } = await runCli([
       'ops',
@@ -307,6 +331,33 @@ describe('readback ops: bad input', () => {
     expect(code).toBe(2);
     expect(stderr).toContain(`no store at ${missing} (file not found)`);
     expect(existsSync(missing)).toBe(false);
+  });
+
+  it('refuses an empty file and a SQLite database without readback tables, leaving both as they were', async () => {
+    const empty = join(dir, 'empty.db');
+    writeFileSync(empty, '');
+    const foreign = join(dir, 'app.db');
+    const handle = await openDatabaseFile(foreign);
+    handle.exec("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ana')");
+    handle.close();
+    const bytes = readFileSync(foreign);
+    for (const [path, what] of [
+      [empty, 'an empty file'],
+      [foreign, "a SQLite database without readback's tables"],
+    ] as const) {
+      for (const argv of [
+        ['ops', 'list', '--store', path],
+        ['ops', 'show', 'op-01', '--store', path],
+        ['ops', 'resolve', 'op-01', '--store', path, '--status', 'failed', '--note', 'n', '--by', 'b'],
+      ]) {
+        const { code, stdout, stderr } = await runCli(argv);
+        expect(code).toBe(2);
+        expect(stdout).toBe('');
+        expect(stderr).toContain(`readback: store ${path} is ${what}, not a readback store`);
+      }
+    }
+    expect(readFileSync(empty).length).toBe(0);
+    expect(readFileSync(foreign).equals(bytes)).toBe(true);
   });
 
   it('shows help for ops', async () => {

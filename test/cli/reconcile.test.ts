@@ -1,9 +1,11 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CliIO } from '../../src/cli/args.js';
 import { collectActions, runReconcile } from '../../src/cli/reconcile.js';
 import { openStore } from '../../src/cli/store.js';
@@ -12,6 +14,7 @@ import { postgresStore } from '../../src/postgres/index.js';
 import { createRunner } from '../../src/runner/runner.js';
 import type { OperationStore } from '../../src/store/types.js';
 import { PG_URL, pgSuite, storeUrl } from '../postgres/support.js';
+import { compileSources } from '../support/compile.mjs';
 import { HAS_SQLITE, storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
 
@@ -28,6 +31,8 @@ vi.mock('../../src/postgres/index.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/postgres/index.js')>();
   return { ...real, postgresStore: vi.fn(real.postgresStore) };
 });
+
+const run = promisify(execFile);
 
 const SRC = (file: string) => pathToFileURL(resolve(import.meta.dirname, '../../src', file)).href;
 
@@ -301,6 +306,38 @@ describe('readback reconcile: bad input', () => {
       const bad = await runCli(['reconcile', '--store', db, '--actions', modulePath, flag, 'lots']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain(`option '${flag}' needs a whole number ≥ 1; got 'lots'`);
+    }
+  });
+});
+
+// Under vitest, modules load through Vite, whose messages differ from Node's; the CLI runs here as a
+// child process on plain Node, from a transpiled copy of today's sources.
+describe('readback reconcile: an actions module that does not load, on plain Node', () => {
+  let out = '';
+  beforeAll(async () => {
+    out = await compileSources(['src/cli/main.ts'], 'cli-load');
+  }, 60_000);
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('names the line where the module fails to parse or throws, in one line without a stack', async () => {
+    const unparsable = join(dir, 'unparsable.mjs');
+    writeFileSync(unparsable, 'export const a = 1;\n\nexport const b = ;\n');
+    const throwing = join(dir, 'throwing.mjs');
+    writeFileSync(throwing, 'const config = undefined;\nexport const retries = config.retries;\n');
+    const cases = [
+      [unparsable, `Unexpected token ';' (at ${unparsable}:3)`],
+      [throwing, `Cannot read properties of undefined (reading 'retries') (at ${throwing}:2:`],
+    ] as const;
+    const cli = join(out, 'src/cli/main.js');
+    for (const [module, expected] of cases) {
+      const failed = await run(process.execPath, [cli, 'reconcile', '--store', db, '--actions', module]).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(failed?.code).toBe(1);
+      expect(failed?.stderr).toContain(`readback: could not load actions module ${module}: ${expected}`);
+      expect(failed?.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(existsSync(db)).toBe(false);
     }
   });
 });
