@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { readIncident } from '../review/adapters.js';
 import { type ReviewResult, review } from '../review/analyze.js';
 import { buildFixture } from '../review/fixture.js';
@@ -90,6 +90,28 @@ function supplement(incident: Incident, flags: ParsedArgs['flags']): Incident {
   return incident;
 }
 
+// The fixture written over an input would destroy what was reviewed: the trace, or the whole store.
+function refuseToOverwrite(out: string, inputs: [string | undefined, string][]): void {
+  for (const [input, what] of inputs) {
+    if (input !== undefined && sameFile(out, input)) {
+      throw new UsageError(
+        `option '--fixture-out': ${out} is the ${what}; write the fixture to another file`,
+      );
+    }
+  }
+}
+
+// Same device and inode: catches another spelling of the path, and links, not only equal strings.
+function sameFile(a: string, b: string): boolean {
+  try {
+    const x = statSync(a);
+    const y = statSync(b);
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
   const { flags, positionals } = args;
   const spec = stringFlag(flags, 'store');
@@ -97,9 +119,16 @@ async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
   if ((spec === undefined) === (path === undefined)) {
     throw new UsageError("review needs either a trace file or '--store S --run ID'");
   }
+  const fixtureOut = stringFlag(flags, 'fixture-out');
+  if (fixtureOut !== undefined) {
+    refuseToOverwrite(fixtureOut, [
+      [path, 'trace under review'],
+      [spec !== undefined && !/^postgres(ql)?:\/\//i.test(spec) ? spec : undefined, 'store under review'],
+      [stringFlag(flags, 'answer-file'), 'answer file'],
+    ]);
+  }
   const incident = spec !== undefined ? await fromStore(spec, flags) : fromFile(path!, flags);
   const result: ReviewResult = review(incident);
-  const fixtureOut = stringFlag(flags, 'fixture-out');
   if (fixtureOut !== undefined) {
     try {
       writeFileSync(fixtureOut, `${JSON.stringify(buildFixture(incident, result), null, 2)}\n`);

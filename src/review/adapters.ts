@@ -57,19 +57,35 @@ export const readbackTraceAdapter: TraceAdapter = {
 /** The formats `readback review` reads, tried in order. */
 export const TRACE_ADAPTERS: TraceAdapter[] = [fixtureAdapter, plainAdapter, readbackTraceAdapter];
 
-function sampleOf(text: string): InputSample {
-  const sample: InputSample = {};
+/** Where the sample came from, for the issue when no adapter claims the input. */
+interface SampleOrigin {
+  /** 1-based line of the first non-blank line; undefined when the input is blank. */
+  firstLine?: number;
+  /** 1-based line of `firstRecord`. */
+  recordLine?: number;
+  /** Why the first non-blank line is not JSON, when it is not. */
+  firstError?: string;
+}
+
+function sampleOf(text: string): InputSample & SampleOrigin {
+  const sample: InputSample & SampleOrigin = {};
   try {
     sample.document = JSON.parse(text);
   } catch {
     // Not one JSON document: a JSONL trace, or garbage that the first line will show.
   }
-  const first = text.split(/\r?\n/).find((l) => l.trim() !== '');
-  if (first !== undefined) {
+  // The first line that parses decides the format, so one broken line at the top is reported by the
+  // format's own reader, with every other problem, instead of hiding what the file is.
+  const lines = text.split(/\r?\n/);
+  for (const [index, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    sample.firstLine ??= index + 1;
     try {
-      sample.firstRecord = JSON.parse(first);
-    } catch {
-      // Left undefined: no adapter will claim the input, and the error says what was expected.
+      sample.firstRecord = JSON.parse(line);
+      sample.recordLine = index + 1;
+      break;
+    } catch (error) {
+      sample.firstError ??= (error as Error).message;
     }
   }
   return sample;
@@ -81,30 +97,34 @@ export function readIncident(
   source: string,
   adapters: readonly TraceAdapter[] = TRACE_ADAPTERS,
 ): ReadOutcome<Incident> {
-  const sample = sampleOf(text);
+  // Some editors start a UTF-8 file with a byte-order mark, which JSON.parse refuses; it is not content.
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const sample = sampleOf(body);
   const adapter = adapters.find((a) => a.detects(sample));
-  if (adapter !== undefined) return adapter.read(text, source);
+  if (adapter !== undefined) return adapter.read(body, source);
+  const expected =
+    'expected JSONL records with "kind" (see docs/review-trace-format.md) or a fixture written by --fixture-out';
+  if (sample.firstLine === undefined) {
+    return { ok: false, issues: [{ message: `the input is empty; ${expected}` }] };
+  }
+  if (sample.document === undefined && sample.firstRecord === undefined) {
+    return {
+      ok: false,
+      issues: [{ line: sample.firstLine, message: `is not valid JSON (${sample.firstError}); ${expected}` }],
+    };
+  }
+  const line = sample.document === undefined ? sample.recordLine! : sample.firstLine;
   if (typeof field(sample.firstRecord, 'type') === 'string') {
     return {
       ok: false,
       issues: [
         {
-          line: 1,
+          line,
           field: 'callId',
           message: 'records with "type" must be readback trace events, which carry a "callId"',
         },
       ],
     };
   }
-  return {
-    ok: false,
-    issues: [
-      {
-        line: 1,
-        field: 'kind',
-        message:
-          'not a review trace: expected JSONL records with "kind" (see docs/review-trace-format.md) or a fixture written by --fixture-out',
-      },
-    ],
-  };
+  return { ok: false, issues: [{ line, field: 'kind', message: `not a review trace: ${expected}` }] };
 }

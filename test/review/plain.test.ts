@@ -77,6 +77,37 @@ describe('the plain JSONL trace format', () => {
     expect(r.stderr).toContain("line 2: field 'call': is required");
   });
 
+  it('names the broken line when the first record is not JSON, and calls an empty input empty', () => {
+    const issues = (text: string) => {
+      const read = readIncident(text, 't.jsonl');
+      if (read.ok) throw new Error('expected the input to be refused');
+      return read.issues.map(describeIssue);
+    };
+    // The first line is cut short; the reader of the format the rest is in reports it with the others.
+    expect(issues(lines('', '{"kind":"request","text":"hi"', { kind: 'tool_call', id: 'c1' }))).toEqual([
+      expect.stringMatching(/^line 2: is not valid JSON \(/),
+      "line 3: field 'name': is required",
+    ]);
+    expect(issues(lines('', '', '{"kind":'))).toEqual([
+      expect.stringMatching(/^line 3: is not valid JSON \(/),
+    ]);
+    for (const blank of ['', '\n  \n']) {
+      expect(issues(blank)).toEqual([expect.stringMatching(/^the input is empty; expected JSONL records/)]);
+    }
+  });
+
+  it('reads a trace that starts with a byte-order mark', async () => {
+    const file = join(dir, 'bom.jsonl');
+    writeFileSync(
+      file,
+      `\uFEFF${lines({ kind: 'request', text: 'hi' }, { kind: 'final_answer', text: 'ok' })}`,
+    );
+    const r = await runCli(['review', file]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('request      line 1: "hi"');
+  });
+
   it('refuses records with "type" that are not readback trace events', () => {
     const read = readIncident(lines({ type: 'run_started', runId: 'r' }), 't.jsonl');
     expect(read.ok).toBe(false);

@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Completion } from '../../src/contract/types.js';
 import { incidentFromStore } from '../../src/review/store-adapter.js';
@@ -128,6 +128,32 @@ describe('readback review --store', () => {
     expect(json.first).toMatchObject({ class: 'wrong_text', operationId: ops.dropped!.operationId });
     expect(json.first.recovery.path).toBe('human_reconcile');
     expect(json.first.recovery.step).toContain(`readback ops resolve ${ops.dropped!.operationId}`);
+  });
+
+  it('refuses a --fixture-out that names an input, leaving the store, the trace and the answer intact', async () => {
+    const answer = join(dir, 'answer-kept.txt');
+    writeFileSync(answer, 'I emailed the invoice to bo@example.com.');
+    const trace = join(dir, 'kept.jsonl');
+    writeFileSync(trace, '{"kind":"request","text":"hi"}\n');
+    const before = [db, answer, trace].map((f) => readFileSync(f));
+    const cases: [string[], string][] = [
+      [
+        ['--store', db, '--run', 'r-dropped', '--fixture-out', relative(process.cwd(), db)],
+        'store under review',
+      ],
+      [
+        ['--store', db, '--run', 'r-dropped', '--answer-file', answer, '--fixture-out', answer],
+        'answer file',
+      ],
+      [[trace, '--fixture-out', trace], 'trace under review'],
+    ];
+    for (const [args, what] of cases) {
+      const r = await runCli(['review', ...args]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(`option '--fixture-out': ${args.at(-1)} is the ${what}`);
+    }
+    expect([db, answer, trace].map((f) => readFileSync(f))).toEqual(before);
   });
 
   it('reports a run with no operations as an error, not a clean review', async () => {
