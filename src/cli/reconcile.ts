@@ -215,7 +215,10 @@ export async function runReconcile(
       io.stdout.write(`${why}: ${progressLine(report, true).replace(/^reconcile: /, '')}\n`);
       if (report.lastError) io.stderr.write(`readback: last error while reconciling: ${report.lastError}\n`);
     }
-    return 0;
+    // A single pass is what a cron job runs: a store or action failure must reach its exit status. An
+    // operation left unknown (its budget ran out) is an honest outcome, not an error. The loop retries its
+    // errors itself, so stopping it is a clean shutdown (exit 0) whatever its summary counts.
+    return once && report.errors > 0 ? 1 : 0;
   } finally {
     removeStop();
     await store.close();
@@ -228,7 +231,11 @@ export const reconcileCommand: Command = {
   usage:
     'readback reconcile [--actions <module>] [--store S] [--once] [--concurrency N] [--lease-ms N] [--json]\n' +
     '                          [--lease-clock database|caller] [--reconnect-retries N] [--reconnect-base-ms N]\n' +
-    '                          [--reconnect-max-ms N]',
+    '                          [--reconnect-max-ms N]\n' +
+    '\n' +
+    'Exit code: with --once, 0 when the pass is done and 1 when it counted errors (a store or action failure;\n' +
+    'an operation left unknown is an outcome, not an error). Without --once it runs until SIGINT/SIGTERM and\n' +
+    'then exits 0: it retries its errors, and its summary counts them. 2 on a usage mistake.',
   flags: {
     store: {
       type: 'string',
@@ -239,7 +246,10 @@ export const reconcileCommand: Command = {
       description:
         'module exporting the actions (defineAction results, or arrays/objects of them); defaults to the demo actions for the demo store',
     },
-    once: { type: 'boolean', description: 'one pass over what is due now, then exit' },
+    once: {
+      type: 'boolean',
+      description: 'one pass over what is due now, then exit (exit 1 if the pass counted errors)',
+    },
     concurrency: { type: 'string', description: 'operations driven in parallel per round (default 8)' },
     'lease-ms': {
       type: 'string',

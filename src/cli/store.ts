@@ -1,5 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { PgOwnedPool } from '../postgres/driver.js';
 import type { SqliteLike } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
 import { UsageError } from './args.js';
@@ -27,6 +28,7 @@ interface SqliteModule {
 }
 
 interface PostgresModule {
+  DEFAULT_SCHEMA: string;
   postgresStore(
     options: { connectionString: string; schema?: string } & PostgresOpenOptions,
   ): Promise<OperationStore>;
@@ -42,6 +44,12 @@ const HAS_READBACK_TABLES =
   "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readback_migrations'";
 // Likewise the Postgres store (and pg behind it) loads only for a `postgres://` store.
 const POSTGRES_MODULE = '../postgres/index.js';
+// pg's Pool alone, for the look at the schema before the store opens (see requireReadbackSchema).
+const POSTGRES_DRIVER_MODULE = '../postgres/driver.js';
+// Whether the schema exists, and whether it holds the migrations table every readback schema has from its
+// first migration on. pg_namespace and to_regclass answer without creating or locking anything.
+const HAS_READBACK_SCHEMA = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS schema,
+  to_regclass(format('%I.migrations', $1::text)) IS NOT NULL AS tables`;
 
 // The rule the Postgres store itself enforces (src/postgres/schema.ts), checked here so a bad
 // `?schema=` is a usage error before any connection is made.
@@ -91,12 +99,13 @@ export function redact(spec: string): string {
 
 /**
  * Opens the store a `--store` value names: a file path is a SQLite database, a `postgres://…` or
- * `postgresql://…` URL a Postgres store (schema from `?schema=name`, default `readback`; created and
- * migrated if missing). A missing file is a usage error unless `create` is set.
+ * `postgresql://…` URL a Postgres store (schema from `?schema=name`, default `readback`). Unless `create`
+ * is set, a missing file or schema, or one without readback's tables, is a usage error and left as it is;
+ * with `create`, both are created and migrated.
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<OperationStore> {
   if (spec.trim() === '') throw new UsageError("option '--store' needs a path");
-  if (POSTGRES_URL.test(spec)) return openPostgres(spec, options.postgres ?? {});
+  if (POSTGRES_URL.test(spec)) return openPostgres(spec, options.postgres ?? {}, options.create === true);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
     throw new UsageError(
       `unsupported store '${redact(spec)}'; pass a SQLite file path or a postgres:// URL to --store`,
@@ -162,7 +171,15 @@ async function requireReadbackTables(path: string, spec: string): Promise<void> 
   }
 }
 
-async function openPostgres(spec: string, extra: PostgresOpenOptions): Promise<OperationStore> {
+interface PostgresDriverModule {
+  loadPgPool(): Promise<new (config: { connectionString: string; max?: number }) => PgOwnedPool>;
+}
+
+async function openPostgres(
+  spec: string,
+  extra: PostgresOpenOptions,
+  create: boolean,
+): Promise<OperationStore> {
   const { connectionString, schema } = parsePostgresSpec(spec);
   let mod: PostgresModule;
   try {
@@ -170,6 +187,7 @@ async function openPostgres(spec: string, extra: PostgresOpenOptions): Promise<O
   } catch (error) {
     throw new CommandError(`could not load the Postgres store: ${errorText(error)}`);
   }
+  if (!create) await requireReadbackSchema(spec, connectionString, schema ?? mod.DEFAULT_SCHEMA);
   try {
     return await mod.postgresStore({
       connectionString,
@@ -179,6 +197,36 @@ async function openPostgres(spec: string, extra: PostgresOpenOptions): Promise<O
   } catch (error) {
     // pg's messages may quote the URL; never echo a password.
     throw new CommandError(`could not open store ${redact(spec)}: ${redactAll(errorText(error), spec)}`);
+  }
+}
+
+// The Postgres store creates and migrates its schema on open, which suits a program opening its own store
+// but not a command pointed at an existing one: a mistyped `?schema=` would become a new, empty schema
+// (and `ops list` would answer "no operations match"). So one short-lived connection looks first.
+async function requireReadbackSchema(spec: string, connectionString: string, schema: string): Promise<void> {
+  let found: { schema: boolean; tables: boolean };
+  try {
+    const driver = (await import(POSTGRES_DRIVER_MODULE)) as PostgresDriverModule;
+    const Pool = await driver.loadPgPool();
+    const pool = new Pool({ connectionString, max: 1 });
+    pool.on?.('error', () => undefined);
+    try {
+      found = (await pool.query(HAS_READBACK_SCHEMA, [schema])).rows[0] as typeof found;
+    } finally {
+      await pool.end().catch(() => undefined);
+    }
+  } catch (error) {
+    // pg's messages may quote the URL; never echo a password.
+    throw new CommandError(`could not open store ${redact(spec)}: ${redactAll(errorText(error), spec)}`);
+  }
+  const hint = "pass the ?schema= your program's store uses; readback creates nothing here";
+  if (!found.schema) {
+    throw new UsageError(`no store at ${redact(spec)} (schema '${schema}' not found); ${hint}`);
+  }
+  if (!found.tables) {
+    throw new UsageError(
+      `store ${redact(spec)}: schema '${schema}' has no readback tables, not a readback store; ${hint}`,
+    );
   }
 }
 

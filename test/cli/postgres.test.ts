@@ -203,6 +203,83 @@ describe.skipIf(!available)('readback ops and reconcile with --store postgres://
     expect(open).toEqual([]);
   });
 
+  it('refuses a schema that does not exist or has no readback tables, for every command, creating nothing', async () => {
+    const schemaState = async (name: string) => {
+      const { rows } = await db.query(
+        `SELECT (SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1)::int AS schemas,
+                (SELECT count(*) FROM information_schema.tables WHERE table_schema = $1)::int AS tables`,
+        [name],
+      );
+      return rows[0] as { schemas: number; tables: number };
+    };
+    // A password in the URL (trust auth ignores it) must not reach the message.
+    const withPassword = new URL(PG_URL);
+    withPassword.password = 'hunter2';
+    const specFor = (name: string) =>
+      `${withPassword.toString()}${withPassword.search ? '&' : '?'}schema=${name}`;
+    const commands = (spec: string) => [
+      ['ops', 'list', '--store', spec],
+      ['ops', 'show', seeded.emailA.operationId, '--store', spec, '--json'],
+      [
+        'ops',
+        'resolve',
+        seeded.emailA.operationId,
+        '--store',
+        spec,
+        '--status',
+        'failed',
+        '--note',
+        'n',
+        '--by',
+        'dana',
+      ],
+      ['review', '--store', spec, '--run', 'cli-pg'],
+      ['reconcile', '--store', spec, '--actions', modulePath, '--once'],
+    ];
+
+    const missing = tempSchema();
+    for (const argv of commands(specFor(missing))) {
+      const { code, stdout, stderr } = await runCli(argv);
+      expect(code, argv.join(' ')).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr.split('\n')[0]).toBe(
+        `readback: no store at ${redact(specFor(missing))} (schema '${missing}' not found); pass the ?schema= your program's store uses; readback creates nothing here`,
+      );
+      expect(stderr).toContain(':***@');
+      expect(stderr).not.toContain('hunter2');
+      expect(await schemaState(missing), argv.join(' ')).toEqual({ schemas: 0, tables: 0 });
+    }
+
+    // A schema that exists but is someone else's (or empty) is not turned into a readback store either.
+    const foreign = tempSchema();
+    await db.query(`CREATE SCHEMA "${foreign}"`);
+    for (const argv of commands(specFor(foreign))) {
+      const { code, stderr } = await runCli(argv);
+      expect(code, argv.join(' ')).toBe(2);
+      expect(stderr).toContain(`schema '${foreign}' has no readback tables, not a readback store`);
+      expect(await schemaState(foreign)).toEqual({ schemas: 1, tables: 0 });
+    }
+
+    // The seeded schema, named the same way, still opens for each of them.
+    const ok = await runCli(['ops', 'list', '--store', specFor(schema), '--json']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toHaveLength(3);
+    const review = await runCli(['review', '--store', specFor(schema), '--run', 'no-such-run']);
+    expect(review.code).toBe(1);
+    expect(review.stderr).toContain("has no operations for run 'no-such-run'");
+    const rec = await runCli([
+      'reconcile',
+      '--store',
+      specFor(schema),
+      '--actions',
+      modulePath,
+      '--once',
+      '--json',
+    ]);
+    expect(rec.code, rec.stderr).toBe(0);
+    expect(JSON.parse(rec.stdout)).toMatchObject({ errors: 0 });
+  });
+
   it('reports an unreachable database as a command error without echoing the password', async () => {
     const base = new URL(PG_URL);
     base.password = 'hunter2';

@@ -211,6 +211,79 @@ describe('readback reconcile --once', () => {
   });
 });
 
+describe('readback reconcile --once: exit code', () => {
+  /** Opens the store once more for the CLI, with `method` failing as a read-only file fails a write. */
+  function refuse(method: 'transition' | 'claimDue') {
+    const real = vi.mocked(openStore).getMockImplementation() ?? openStore;
+    vi.mocked(openStore).mockImplementationOnce(async (spec, options) => {
+      const store = await real(spec, options);
+      const fail = async () => {
+        throw new Error('attempt to write a readonly database');
+      };
+      return { ...store, [method]: fail, close: () => store.close() };
+    });
+  }
+
+  it('exits 1 when the pass counted errors (a drive or a claim failed), still printing the report', async () => {
+    const [id] = await seedPending(1);
+    refuse('transition');
+    const human = await runCli(['reconcile', '--store', db, '--actions', modulePath, '--once']);
+    expect(human.code).toBe(1);
+    expect(human.stdout.trimEnd().split('\n').at(-1)).toBe(
+      'done: 1 round · 1 claimed · verified 0 · failed 0 · unknown 0 · pending 0 · errors 1 · leases lost 0',
+    );
+    expect(human.stderr).toBe(
+      'readback: last error while reconciling: attempt to write a readonly database\n',
+    );
+    expect(await record(id!)).toMatchObject({ lifecycle: 'accepted', status: 'pending' });
+
+    refuse('claimDue');
+    const json = await runCli(['reconcile', '--store', db, '--actions', modulePath, '--once', '--json']);
+    expect(json.code).toBe(1);
+    expect(json.stderr).toBe('');
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      rounds: 0,
+      claimed: 0,
+      errors: 1,
+      lastError: expect.stringContaining('attempt to write a readonly database'),
+    });
+  });
+
+  it('without --once, exits 0 when stopped even after errors: the loop retries them', async () => {
+    await seedPending(1);
+    refuse('claimDue');
+    let stop: (() => void) | undefined;
+    const { io, out } = sink();
+    const done = runReconcile({ flags: { store: db, actions: modulePath }, positionals: [] }, io, (s) => {
+      stop = s;
+      return () => undefined;
+    });
+    await vi.waitFor(() => expect(out()).toContain('errors 1'), { timeout: 5_000 });
+    stop!();
+    expect(await done).toBe(0);
+    expect(out()).toContain('stopped: 0 rounds · 0 claimed');
+    expect(out()).toContain('readback: last error while reconciling: attempt to write a readonly database');
+  });
+
+  it('exits 0 when an operation ends unknown because its read budget ran out', async () => {
+    await seedPending(1, false);
+    // The same action with a budget of one read: still queued at that read, the operation ends unknown.
+    const oneRead = join(dir, 'one-read.mjs');
+    writeFileSync(oneRead, ACTIONS_MODULE.replace('maxReads: 50', 'maxReads: 1'));
+    const { code, stdout } = await runCli([
+      'reconcile',
+      '--store',
+      db,
+      '--actions',
+      oneRead,
+      '--once',
+      '--json',
+    ]);
+    expect(JSON.parse(stdout)).toMatchObject({ claimed: 1, byStatus: { unknown: 1 }, errors: 0 });
+    expect(code).toBe(0);
+  });
+});
+
 describe('readback reconcile (loop)', () => {
   it('stops on a stop request after in-flight work, closes the store and exits 0', async () => {
     const [id] = await seedPending(1);
