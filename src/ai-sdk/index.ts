@@ -19,6 +19,7 @@
 import { type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
 import type { Action, Completion, RunContext } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { actionList, checkRunner } from '../integrations/options.js';
 import {
   completionText,
   isCompletion,
@@ -136,6 +137,7 @@ export function aiTool<I, O>(
   action: Action<I, O>,
   options: AiToolOptions = {},
 ): Tool<I, Completion> {
+  checkRunner(runner);
   runner.register(action);
   if (runner.inShadow(action)) {
     throw new ReadbackError(
@@ -161,14 +163,23 @@ export function aiTool<I, O>(
  * resolves to the live tool's own response (readback's `accepted`/`rejected` markers unwrapped) and
  * re-throws the tool's own error, so the model sees what it saw before; readback's verdict goes to the
  * record, the trace and `readback ops list --shadow`, never to the model. A call readback refused before
- * the tool ran (invalid input) throws an error saying so.
+ * the tool ran (invalid input) throws an error saying so. An action not in shadow mode is refused: use `aiTool`.
  */
 export function shadowAiTool<I, O>(
   runner: Runner,
   action: Action<I, O>,
   options: AiToolOptions = {},
 ): Tool<I, unknown> {
+  checkRunner(runner);
   runner.register(action);
+  // Refused now rather than on every call: the runner would reject each one as not in shadow mode.
+  if (!runner.inShadow(action)) {
+    throw new ReadbackError(
+      'invalid_options',
+      `"${action.name}" is not in shadow mode: use aiTool(), whose result is the verified completion`,
+      'action',
+    );
+  }
   const defaultRunId = `ai:${crypto.randomUUID()}`;
   return tool({
     description: descriptionOf(action, options),
@@ -193,7 +204,8 @@ export function aiTools(
   actions: readonly Action<any, any>[] | Record<string, Action<any, any>>,
   options: AiToolOptions & { actions?: Record<string, AiToolOptions> } = {},
 ): Record<string, Tool<unknown, Completion> | Tool<unknown, unknown>> {
-  const list = Array.isArray(actions) ? actions : Object.values(actions);
+  checkRunner(runner);
+  const list = actionList(actions, options.actions);
   const { actions: perAction, ...shared } = options;
   const runId = shared.runId ?? `ai:${crypto.randomUUID()}`;
   const tools: Record<string, Tool<unknown, Completion> | Tool<unknown, unknown>> = {};

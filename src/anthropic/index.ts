@@ -4,7 +4,14 @@
  */
 import type { Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
-import { completionText, isErrorStatus, liveResponse, notRunText, rawText } from '../integrations/text.js';
+import {
+  completionText,
+  isCompletion,
+  isErrorStatus,
+  liveResponse,
+  notRunText,
+  rawText,
+} from '../integrations/text.js';
 import type { ShadowResult } from '../runner/shadow.js';
 
 /** The `tool_result` content block this module produces (a structural subset of the SDK's type). */
@@ -25,6 +32,14 @@ export function toolResult(toolUseId: string, completion: Completion): Completio
       'invalid_options',
       'must be the id of the tool_use block being answered',
       'toolUseId',
+    );
+  }
+  // Anything else (a ShadowResult, the tool's raw output) would be shown to the model as a status it is not.
+  if (!isCompletion(completion)) {
+    throw new ReadbackError(
+      'invalid_options',
+      'expected the Completion that runner.run resolved to (for runner.shadow, use shadowToolResult)',
+      'completion',
     );
   }
   return {
@@ -49,6 +64,14 @@ export function shadowToolResult(toolUseId: string, shadow: ShadowResult): Compl
       'invalid_options',
       'must be the id of the tool_use block being answered',
       'toolUseId',
+    );
+  }
+  const given = shadow as Partial<ShadowResult> | null;
+  if (typeof given !== 'object' || given === null || typeof given.executed !== 'boolean') {
+    throw new ReadbackError(
+      'invalid_options',
+      'expected the ShadowResult that runner.shadow resolved to (for runner.run, use toolResult)',
+      'shadow',
     );
   }
   if (!shadow.executed) {

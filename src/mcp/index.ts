@@ -18,6 +18,7 @@ import * as z from 'zod/v4';
 import type { AnyAction, Completion, RunContext, Status } from '../contract/types.js';
 import { STATUSES } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { actionList, checkRunner } from '../integrations/options.js';
 import { completionText, isErrorStatus, liveResponse, notRunText, rawText } from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
 import { type McpTaskOptions, type McpTaskServerLike, registerTaskTool } from './tasks.js';
@@ -213,7 +214,16 @@ export function registerActions(
   actions: readonly AnyAction[] | Record<string, AnyAction>,
   options: McpRegisterOptions = {},
 ): void {
-  const list = Array.isArray(actions) ? actions : Object.values(actions);
+  if (typeof (server as Partial<McpServerLike> | null)?.registerTool !== 'function') {
+    throw new ReadbackError(
+      'invalid_options',
+      'expected an McpServer from @modelcontextprotocol/sdk 1.x or @modelcontextprotocol/server 2.x',
+      'server',
+    );
+  }
+  checkRunner(runner);
+  // Every argument is checked before the first tool is registered, so a mistake leaves the server as it was.
+  const list = actionList(actions, options.actions);
   const connection = `mcp:${crypto.randomUUID()}`;
   // SDK 2.x lists any Standard Schema that carries JSON Schema; 1.x converts zod schemas itself.
   const v2 = typeof (server as { toolInputSchemaJson?: unknown }).toolInputSchemaJson === 'function';
@@ -229,8 +239,28 @@ export function registerActions(
       ...(own.wait !== undefined ? { wait: own.wait } : {}),
     };
   };
+  // Task settings are decided before any tool is registered too: a refused one leaves no tool behind.
+  for (const action of list) runner.register(action);
+  const taskOf = new Map<AnyAction, McpTaskOptions | undefined>();
   for (const action of list) {
-    runner.register(action);
+    if (runner.inShadow(action)) continue;
+    const own = options.actions?.[action.name]?.tasks;
+    taskOf.set(action, taskSettings(action, own ?? options.tasks, own !== undefined));
+  }
+  // The SDK refuses a name it already serves with a plain Error; say which action collided, as misuse.
+  const add = (action: AnyAction, register: () => unknown) => {
+    try {
+      register();
+    } catch (error) {
+      if (error instanceof ReadbackError) throw error;
+      throw new ReadbackError(
+        'invalid_options',
+        `the server refused the tool "${action.name}": ${(error as Error)?.message ?? String(error)}`,
+        'action.name',
+      );
+    }
+  };
+  for (const action of list) {
     const own = { ...options, ...options.actions?.[action.name] };
     const usable = v2 ? hasJsonSchema(action.input) : isZod(action.input);
     const config = {
@@ -249,32 +279,34 @@ export function registerActions(
           ? liveToolResult(result)
           : { content: [{ type: 'text', text: notRunText(completion) }], isError: true };
       };
-      server.registerTool(action.name, shadowConfig, handler);
+      add(action, () => server.registerTool(action.name, shadowConfig, handler));
       continue;
     }
-    const task = taskSettings(action, own.tasks, options.actions?.[action.name]?.tasks !== undefined);
+    const task = taskOf.get(action);
     if (task) {
-      registerTaskTool(
-        server as McpTaskServerLike,
-        runner,
-        {
-          action,
-          config,
-          context: (raw) => {
-            const { signal: _ignored, ...ctx } = context(raw, own);
-            return ctx;
+      add(action, () =>
+        registerTaskTool(
+          server as McpTaskServerLike,
+          runner,
+          {
+            action,
+            config,
+            context: (raw) => {
+              const { signal: _ignored, ...ctx } = context(raw, own);
+              return ctx;
+            },
+            toolResult,
+            text: completionText,
+            wait: own.wait !== false,
           },
-          toolResult,
-          text: completionText,
-          wait: own.wait !== false,
-        },
-        task,
+          task,
+        ),
       );
       continue;
     }
     const handler: ToolHandler = async (args, extra) =>
       toolResult(await runner.run(action, args, context(extra, own)));
-    server.registerTool(action.name, config, handler);
+    add(action, () => server.registerTool(action.name, config, handler));
   }
 }
 

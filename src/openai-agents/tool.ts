@@ -13,6 +13,7 @@
 import { type FunctionTool, type RunContext, tool } from '@openai/agents';
 import type { Action, AnyAction, Completion, RunContext as ReadbackRunContext } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { actionList, checkRunner } from '../integrations/options.js';
 import { completionText, liveResponse, notRunText } from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
 import { existingLedger, ledgerOf } from './runs.js';
@@ -99,10 +100,41 @@ function parametersOf(action: AnyAction): { parameters: unknown; strict: boolean
 /** What the SDK itself shows the model when a tool throws (its default `errorFunction`; not exported by it). */
 const LIVE_TOOL_ERROR_TEXT = 'An error occurred while running the tool. Please try again.';
 
-/** What the model is shown when the SDK refused the arguments before the tool ran. */
+/** Longest list of validation issues shown to the model; a schema can report one issue per field. */
+const MAX_ISSUES_TEXT = 500;
+
+/**
+ * What the schema said about the arguments, as `path: message` items, from the SDK's invalid-input error
+ * (`originalError`, a zod error or any Standard Schema failure). The SDK leaves it out when tool data is
+ * not to be logged (`OPENAI_AGENTS_DONT_LOG_TOOL_DATA`); then the model is told only that they were refused.
+ */
+function issuesOf(error: unknown): string {
+  const original = (error as { originalError?: unknown } | null)?.originalError;
+  const issues = (original as { issues?: unknown } | null)?.issues;
+  let text = '';
+  if (Array.isArray(issues)) {
+    text = issues
+      .map((issue: { path?: unknown; message?: unknown }) => {
+        const path = Array.isArray(issue?.path)
+          ? issue.path.map((p: unknown) => String((p as { key?: unknown })?.key ?? p)).join('.')
+          : '';
+        const message = String(issue?.message ?? 'invalid');
+        return path ? `${path}: ${message}` : message;
+      })
+      .join('; ');
+  } else if (original instanceof Error) {
+    text = original.message;
+  }
+  text = text.replace(/\s+/g, ' ').trim();
+  return text.length > MAX_ISSUES_TEXT ? `${text.slice(0, MAX_ISSUES_TEXT - 3)}...` : text;
+}
+
+/** What the model is shown when the SDK refused the arguments before the tool ran: what was wrong, if known. */
 function notExecutedText(error: unknown): string {
   const kind = error instanceof Error ? error.name : 'error';
-  return `[not executed: ${kind}] The arguments were rejected before the tool ran, so nothing was executed. Check them against the tool's parameters and call again.`;
+  const issues = issuesOf(error);
+  const what = issues === '' ? '' : ` What was wrong: ${issues}.`;
+  return `[not executed: ${kind}] The arguments were rejected before the tool ran, so nothing was executed.${what} Check them against the tool's parameters and call again.`;
 }
 
 /**
@@ -115,6 +147,7 @@ export function agentTool<I, O>(
   action: Action<I, O>,
   options: AgentToolOptions = {},
 ): AgentTool {
+  checkRunner(runner);
   runner.register(action);
   const fromRunner = new WeakSet<object>();
   const { parameters, strict } = parametersOf(action as AnyAction);
@@ -192,7 +225,8 @@ export function agentTools(
   actions: readonly AnyAction[] | Record<string, AnyAction>,
   options: AgentToolOptions & { actions?: Record<string, AgentToolOptions> } = {},
 ): AgentTool[] {
-  const list = Array.isArray(actions) ? actions : Object.values(actions);
+  checkRunner(runner);
+  const list = actionList(actions, options.actions);
   const { actions: perAction, ...shared } = options;
   return list.map((action) => agentTool(runner, action, { ...shared, ...perAction?.[action.name] }));
 }

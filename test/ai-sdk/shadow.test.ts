@@ -58,4 +58,43 @@ describe('readback/ai-sdk in shadow mode, with generateText', () => {
     const { hd, runner } = shadowHelpdesk();
     expect(() => aiTool(runner, hd.actions.updateTicket)).toThrow(/shadowAiTool/);
   });
+
+  it('shadowAiTool refuses an action that is not in shadow mode at creation, naming aiTool', () => {
+    const hd = createHelpdesk();
+    const runner = createRunner({ clock: hd.clock });
+    const attempt = () => shadowAiTool(runner, hd.actions.updateTicket);
+    expect(attempt).toThrow(expect.objectContaining({ code: 'invalid_options', field: 'action' }));
+    expect(attempt).toThrow('action: "update_ticket" is not in shadow mode: use aiTool()');
+  });
+
+  it('aiTool, shadowAiTool and aiTools name a missing runner, a non-action, a repeated name and an unknown per-action name', () => {
+    const { hd, runner } = shadowHelpdesk();
+    const cases: [() => unknown, string][] = [
+      [
+        () => aiTool(undefined as never, hd.actions.updateTicket),
+        'runner: expected a runner made by createRunner()',
+      ],
+      [
+        () => shadowAiTool(null as never, hd.actions.updateTicket),
+        'runner: expected a runner made by createRunner()',
+      ],
+      [() => aiTools(runner, undefined as never), 'actions: expected an array of actions'],
+      [
+        () => aiTools(runner, [hd.actions.updateTicket, 'x' as never]),
+        'actions[1]: expected an action made by defineAction()',
+      ],
+      [
+        () => aiTools(runner, { resolve: hd.actions.updateTicket, reopen: hd.actions.updateTicket }),
+        'actions.reopen: the tool name "update_ticket" is also given by actions.resolve',
+      ],
+      [
+        () => aiTools(runner, [hd.actions.sendEmail], { actions: { send_emial: { wait: false } } }),
+        'options.actions.send_emial: no listed action is named "send_emial" (listed: send_email)',
+      ],
+    ];
+    for (const [attempt, message] of cases) {
+      expect(attempt).toThrow(expect.objectContaining({ name: 'ReadbackError', code: 'invalid_options' }));
+      expect(attempt).toThrow(message);
+    }
+  });
 });

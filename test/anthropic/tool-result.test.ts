@@ -61,6 +61,18 @@ describe('readback/anthropic toolResult', () => {
       expect.objectContaining({ code: 'invalid_options', field: 'toolUseId' }),
     );
   });
+
+  it('refuses anything but a completion instead of showing the model a status it is not', async () => {
+    const { hd, runner } = setup();
+    const c = await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    const shadowLike = { executed: true, result: { ok: true }, completion: c };
+    for (const given of [undefined, { ok: true }, shadowLike, { ...c, status: 'done' }]) {
+      expect(() => toolResult('toolu_1', given as never)).toThrow(
+        expect.objectContaining({ code: 'invalid_options', field: 'completion' }),
+      );
+    }
+    expect(() => toolResult('toolu_1', shadowLike as never)).toThrow('use shadowToolResult');
+  });
 });
 
 describe('readback/anthropic shadowToolResult', () => {
@@ -92,5 +104,16 @@ describe('readback/anthropic shadowToolResult', () => {
     expect(texts[2]).toMatch(/^\[not executed: invalid_input\]/);
     expect(blocks.map((b) => b.is_error)).toEqual([false, false, true]);
     expect(hd.tickets.writes).toHaveLength(0);
+  });
+
+  it('refuses a completion or anything else that is not a ShadowResult', async () => {
+    const { hd, runner } = setup();
+    const c = await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    for (const given of [undefined, null, c, { result: 'ok' }]) {
+      expect(() => shadowToolResult('toolu_1', given as never)).toThrow(
+        expect.objectContaining({ code: 'invalid_options', field: 'shadow' }),
+      );
+    }
+    expect(() => shadowToolResult('toolu_1', c as never)).toThrow('use toolResult');
   });
 });
