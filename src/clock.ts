@@ -11,27 +11,44 @@ export interface Clock {
   deadline?(ms: number, fire: () => void): () => void;
 }
 
+/** The longest delay `setTimeout` honours; above it Node fires after 1 ms instead (about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The wall clock with real timers. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   deadline: (ms, fire) => {
+    if (ms > MAX_TIMER_MS) return longTimer(ms, fire);
     const timer = setTimeout(fire, ms);
     return () => clearTimeout(timer);
   },
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => {
+      const cancel = longTimer(ms, () => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
-      }, ms);
+      });
       const onAbort = () => {
-        clearTimeout(timer);
+        cancel();
         reject(signal?.reason);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
 };
+
+// A 30-day verifyTimeoutMs must not time out at once: a delay beyond MAX_TIMER_MS is waited in steps.
+function longTimer(ms: number, fire: () => void): () => void {
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = (left: number) => {
+    timer = setTimeout(
+      () => (left > MAX_TIMER_MS ? arm(left - MAX_TIMER_MS) : fire()),
+      Math.min(left, MAX_TIMER_MS),
+    );
+  };
+  arm(ms);
+  return () => clearTimeout(timer);
+}
 
 // Times formatted in the same millisecond share one text: formatting a Date costs ~0.3 µs, and a run formats
 // the same moment for its completion and several trace events.

@@ -1,5 +1,6 @@
 import { ReadbackError } from '../errors.js';
 import { isStandardSchema } from '../schema.js';
+import { unknownField } from './fields.js';
 import type { Action, ActionContract, Mode, PollPolicy, SettlePolicy } from './types.js';
 import { STATUSES } from './types.js';
 
@@ -22,6 +23,43 @@ export const DEFAULTS = {
 
 const NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
 
+// Every field a contract may have (`kind` too, so an action can be re-defined from a copy of itself). A contract
+// is a closed shape, as in the YAML contract file: a misspelt optional field (`scopeof`, `fersh`) would otherwise
+// switch its check off in silence.
+// Typed as a record so the compiler keeps it in step with ActionContract: a field added there and not here fails to build.
+const CONTRACT_FIELD_SET: Record<keyof ActionContract<unknown, unknown> | 'kind', true> = {
+  name: true,
+  description: true,
+  system: true,
+  input: true,
+  target: true,
+  mode: true,
+  postcondition: true,
+  before: true,
+  execute: true,
+  observe: true,
+  expect: true,
+  acceptable: true,
+  fresh: true,
+  scopeOf: true,
+  terminal: true,
+  idempotencyKey: true,
+  safeToRepeat: true,
+  maxInFlightMs: true,
+  settle: true,
+  poll: true,
+  verifyTimeoutMs: true,
+  executeTimeoutMs: true,
+  authorize: true,
+  needsApproval: true,
+  messages: true,
+  shadow: true,
+  kind: true,
+};
+const CONTRACT_FIELDS: readonly string[] = Object.keys(CONTRACT_FIELD_SET);
+const SETTLE_FIELDS = Object.keys(DEFAULTS.settle);
+const POLL_FIELDS = Object.keys(DEFAULTS.poll);
+
 /**
  * Validates a completion contract once, fills in defaults, and returns the action the runner executes.
  * Unsafe or unfinishable settings throw `ReadbackError('invalid_contract')` naming the field.
@@ -32,6 +70,7 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
   }
   const where = typeof contract.name === 'string' ? `action "${contract.name}"` : 'action';
   const field = (name: string) => `${where}.${name}`;
+  knownFields(contract, CONTRACT_FIELDS, field);
 
   if (typeof contract.name !== 'string' || !NAME_PATTERN.test(contract.name)) {
     fail(field('name'), 'must be 1-128 characters: a letter, then letters, digits, "_", "." or "-"');
@@ -58,7 +97,8 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
     if (contract[fn] !== undefined) requireFunction(contract[fn], field(fn));
   }
 
-  const mode = contract.mode ?? 'committed';
+  // Only undefined means "use the default": null is a value, and refused like any other wrong one.
+  const mode = contract.mode === undefined ? 'committed' : contract.mode;
   if (!MODES.includes(mode)) fail(field('mode'), `must be one of ${MODES.join(', ')}; got ${String(mode)}`);
   if (mode === 'optimistic') {
     if (contract.observe) {
@@ -84,21 +124,22 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
     fail(field('shadow'), `must be true or false; got ${describe(contract.shadow)}`);
   }
 
-  const settle = { ...DEFAULTS.settle, ...definedFields(contract.settle, field('settle')) };
-  const poll = { ...DEFAULTS.poll, ...definedFields(contract.poll, field('poll')) };
+  const settle = { ...DEFAULTS.settle, ...definedFields(contract.settle, SETTLE_FIELDS, field('settle')) };
+  const poll = { ...DEFAULTS.poll, ...definedFields(contract.poll, POLL_FIELDS, field('poll')) };
+  const given = <T>(value: T | undefined, fallback: T) => (value === undefined ? fallback : value);
   const action: Action<I, O> = {
     ...contract,
     kind: 'readback.action',
     mode,
     safeToRepeat,
-    maxInFlightMs: duration(contract.maxInFlightMs ?? DEFAULTS.maxInFlightMs, field('maxInFlightMs')),
+    maxInFlightMs: duration(given(contract.maxInFlightMs, DEFAULTS.maxInFlightMs), field('maxInFlightMs')),
     verifyTimeoutMs: duration(
-      contract.verifyTimeoutMs ?? DEFAULTS.verifyTimeoutMs,
+      given(contract.verifyTimeoutMs, DEFAULTS.verifyTimeoutMs),
       field('verifyTimeoutMs'),
       1,
     ),
     executeTimeoutMs: duration(
-      contract.executeTimeoutMs ?? DEFAULTS.executeTimeoutMs,
+      given(contract.executeTimeoutMs, DEFAULTS.executeTimeoutMs),
       field('executeTimeoutMs'),
       1,
     ),
@@ -118,7 +159,11 @@ export function defineAction<I, O>(contract: ActionContract<I, O>): Action<I, O>
     fail(field('poll.maxDelayMs'), 'must be at least poll.initialDelayMs');
   }
   if (contract.messages !== undefined) {
-    if (typeof contract.messages !== 'object' || contract.messages === null) {
+    if (
+      typeof contract.messages !== 'object' ||
+      contract.messages === null ||
+      Array.isArray(contract.messages)
+    ) {
       fail(field('messages'), 'must be an object of status → template function');
     }
     for (const [status, template] of Object.entries(contract.messages)) {
@@ -139,10 +184,21 @@ export function isAction(value: unknown): value is Action {
 }
 
 // Fields set to undefined mean "use the default", as they do at the top level of the contract.
-function definedFields<T extends object>(value: T | undefined, field: string): Partial<T> {
+function definedFields<T extends object>(
+  value: T | undefined,
+  known: readonly string[],
+  field: string,
+): Partial<T> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null) fail(field, 'must be an object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(field, 'must be an object');
+  knownFields(value, known, (name) => `${field}.${name}`);
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Refuses a field that is not in `known`, suggesting the known one it most likely misspells. */
+function knownFields(value: object, known: readonly string[], field: (name: string) => string): void {
+  const unknown = unknownField(value, known);
+  if (unknown) fail(field(unknown.key), `is not a contract field${unknown.hint}`);
 }
 
 function fail(field: string, message: string): never {

@@ -27,6 +27,9 @@ export async function recordDecision(
   if (typeof decision?.by !== 'string' || decision.by.trim() === '') {
     throw new ReadbackError('invalid_options', 'must name the reviewer', 'decision.by');
   }
+  if (decision.note !== undefined && typeof decision.note !== 'string') {
+    throw new ReadbackError('invalid_options', 'must be a string', 'decision.note');
+  }
   if (typeof decision.fingerprint !== 'string' || decision.fingerprint === '') {
     throw new ReadbackError(
       'invalid_options',

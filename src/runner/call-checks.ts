@@ -39,6 +39,11 @@ export function checkContext(ctx: RunContext): void {
   if (typeof ctx.runId !== 'string' || ctx.runId === '') {
     throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.runId');
   }
+  const scope: unknown = ctx.scope;
+  // A string or array scope would pass the value check below char by char and be recorded as given.
+  if (scope !== undefined && (typeof scope !== 'object' || scope === null || Array.isArray(scope))) {
+    throw new ReadbackError('invalid_context', 'must be an object of string values', 'ctx.scope');
+  }
   for (const [key, value] of Object.entries(ctx.scope ?? {})) {
     if (typeof value !== 'string')
       throw new ReadbackError('invalid_context', 'scope values must be strings', `ctx.scope.${key}`);
@@ -48,6 +53,46 @@ export function checkContext(ctx: RunContext): void {
     (typeof ctx.idempotencyKey !== 'string' || ctx.idempotencyKey === '')
   ) {
     throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.idempotencyKey');
+  }
+  checkSignal(ctx.signal, 'ctx.signal', 'invalid_context');
+  if (ctx.wait !== undefined && typeof ctx.wait !== 'boolean') {
+    throw new ReadbackError('invalid_context', 'must be true or false', 'ctx.wait');
+  }
+  // The run options recorded with the call (the actor on the record's events, the rest in the trace); read
+  // one by one, not in a loop over names: this runs on every call.
+  const facts = ctx as RunContext &
+    Partial<Record<'tenant' | 'environment' | 'toolCallId' | 'turn', unknown>> & {
+      toolsExposed?: unknown;
+    };
+  textFact(facts.actor, 'ctx.actor');
+  textFact(facts.tenant, 'ctx.tenant');
+  textFact(facts.environment, 'ctx.environment');
+  textFact(facts.toolCallId, 'ctx.toolCallId');
+  if (facts.turn !== undefined && (typeof facts.turn !== 'number' || !Number.isFinite(facts.turn))) {
+    throw new ReadbackError('invalid_context', 'must be a finite number', 'ctx.turn');
+  }
+  const tools = facts.toolsExposed;
+  if (tools !== undefined && !(Array.isArray(tools) && tools.every((name) => typeof name === 'string'))) {
+    throw new ReadbackError('invalid_context', 'must be an array of tool names', 'ctx.toolsExposed');
+  }
+}
+
+function textFact(value: unknown, field: string): void {
+  if (value !== undefined && typeof value !== 'string') {
+    throw new ReadbackError('invalid_context', 'must be a string', field);
+  }
+}
+
+/** Throws unless `signal` is undefined or an AbortSignal (one that is not would never stop anything). */
+export function checkSignal(
+  signal: unknown,
+  field: string,
+  code: 'invalid_context' | 'invalid_options' = 'invalid_options',
+): void {
+  if (signal === undefined) return;
+  const s = signal as Partial<AbortSignal> | null;
+  if (typeof s?.aborted !== 'boolean' || typeof s.addEventListener !== 'function') {
+    throw new ReadbackError(code, 'must be an AbortSignal', field);
   }
 }
 

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Clock } from '../clock.js';
+import { type Clock, MAX_TIMER_MS } from '../clock.js';
 import type { AnyAction, Completion, Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import type { Claim, OperationStore } from '../store/types.js';
+import { checkSignal } from './call-checks.js';
 import { Drive, type DriveEnv } from './drive.js';
 import { describeError } from './readback.js';
 import { NEVER_ABORTED } from './timeout.js';
@@ -53,6 +54,7 @@ export async function reconcileLoop(
   actionNamed: (name: string) => AnyAction | undefined,
   options: ReconcileOptions = {},
 ): Promise<ReconcileReport> {
+  checkOptions(options);
   const concurrency = positiveInt(options.concurrency ?? DEFAULTS.concurrency, 'concurrency');
   const leaseMs = positiveInt(options.leaseMs ?? DEFAULTS.leaseMs, 'leaseMs');
   const idleMs = positiveInt(options.idleMs ?? DEFAULTS.idleMs, 'idleMs');
@@ -175,7 +177,8 @@ function heartbeat(
   };
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(beat, Math.max(1, Math.floor(leaseMs / 3)));
+    // Capped: setTimeout fires at once for a delay past MAX_TIMER_MS, which would renew in a tight loop.
+    timer = setTimeout(beat, Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(leaseMs / 3))));
     timer.unref?.();
   };
   schedule();
@@ -213,6 +216,23 @@ async function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boo
   } catch {
     return false;
   }
+}
+
+// Checked before the first claim: a bad value found later would surface only after work was taken.
+function checkOptions(options: ReconcileOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new ReadbackError('invalid_options', 'expected an options object', 'options');
+  }
+  if (options.once !== undefined && typeof options.once !== 'boolean') {
+    throw new ReadbackError('invalid_options', 'must be true or false', 'once');
+  }
+  if (options.owner !== undefined && (typeof options.owner !== 'string' || options.owner === '')) {
+    throw new ReadbackError('invalid_options', 'must be a non-empty string', 'owner');
+  }
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
+    throw new ReadbackError('invalid_options', 'must be a function', 'onProgress');
+  }
+  checkSignal(options.signal, 'signal');
 }
 
 function positiveInt(value: number, field: string): number {

@@ -9,6 +9,7 @@ import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
 import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf, pick } from './call-checks.js';
 import { Drive } from './drive.js';
+import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './options.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
@@ -95,6 +96,7 @@ export interface Runner {
 
 /** Creates a runner over a store and a clock. */
 export function createRunner(options: RunnerOptions = {}): Runner {
+  checkRunnerOptions(options);
   const store = options.store ?? memoryStore();
   const clock = options.clock ?? systemClock;
   const retryBudget = options.retryBudget ?? 1;
@@ -379,6 +381,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   }
 
   async function poll(operationId: string, options: PollOptions = {}): Promise<Completion> {
+    checkPollOptions(options);
     const record = await store.get(operationId);
     if (!record)
       throw new ReadbackError('unknown_operation', `no operation has id "${operationId}"`, 'operationId');
@@ -462,6 +465,7 @@ function createTracer(options: TraceOptions | undefined, clock: Clock): Tracer |
       throw new ReadbackError('invalid_options', 'a sink needs a write(event) method', `trace.sinks[${i}]`);
     }
   });
+  checkTraceOptions(options);
   // No sinks means no events: skip building them entirely.
   return options.sinks.length ? new Tracer(options, clock) : undefined;
 }

@@ -326,6 +326,48 @@ describe('defineAction rejects unusable contracts, naming the field', () => {
   });
 });
 
+describe('defineAction refuses fields it would otherwise ignore', () => {
+  // A misspelt optional field used to be dropped in silence, switching its check off (no scope check, the
+  // default 5 s timeout instead of the one written down).
+  it.each([
+    ['scopeof', 'scopeOf'],
+    ['fersh', 'fresh'],
+    ['verifyTimeoutMS', 'verifyTimeoutMs'],
+    ['postConditon', 'postcondition'],
+    ['safeToRepet', 'safeToRepeat'],
+  ])('rejects the misspelt field %s, suggesting %s', (typo, meant) => {
+    expectField(
+      good({ [typo]: () => true }),
+      at(typo),
+      new RegExp(`not a contract field; did you mean "${meant}"`),
+    );
+  });
+
+  it('rejects an unrelated extra field without a guess', () => {
+    const error = expectField(good({ tags: ['billing'] }), at('tags'), /is not a contract field$/);
+    expect(error.message).not.toMatch(/did you mean/);
+  });
+
+  it('rejects misspelt settle and poll fields, and arrays for them', () => {
+    expectField(good({ poll: { maxRead: 3 } }), at('poll.maxRead'), /did you mean "maxReads"/);
+    expectField(good({ settle: { timeout: 10 } }), at('settle.timeout'), /not a contract field/);
+    expectField(good({ poll: [3] }), at('poll'), /must be an object/);
+    expectField(good({ messages: [] }), at('messages'), /status → template/);
+  });
+
+  // Only undefined means "use the default", as inside settle and poll: null is refused like any wrong value.
+  it.each(['mode', 'maxInFlightMs', 'verifyTimeoutMs', 'executeTimeoutMs'])('rejects %s = null', (key) => {
+    expectField(good({ [key]: null }), at(key), /got null/);
+  });
+
+  it('still re-defines an action from a copy of itself', () => {
+    const action = defineAction(good({ poll: { maxReads: 3 } }));
+    const again = defineAction({ ...action, name: 'close_ticket_v2' });
+    expect(again.poll.maxReads).toBe(3);
+    expect(again.name).toBe('close_ticket_v2');
+  });
+});
+
 describe('defineAction on a good contract', () => {
   it('returns a frozen action with every default filled in', () => {
     const contract = good();

@@ -610,3 +610,112 @@ describe('misuse throws ReadbackError', () => {
     expect(() => createRunner({ retryBudget: 0 })).not.toThrow();
   });
 });
+
+describe('bad options are refused where they are given, before anything runs', () => {
+  function thrown(make: () => unknown): ReadbackError {
+    let error: unknown;
+    try {
+      make();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ReadbackError);
+    return error as ReadbackError;
+  }
+
+  // Each used to be accepted: `store: null` swapped in a memory store (records gone at exit), a typo did the
+  // same, the others threw a TypeError in the middle of a run (random: only after execute had run).
+  it.each([
+    [{ store: null }, 'store', /must be an OperationStore.*missing reserve/],
+    [{ store: { reserve: () => undefined } }, 'store', /missing transition, get/],
+    [{ stor: {} }, 'stor', /not a runner option; did you mean "store"/],
+    [{ clock: {} }, 'clock', /now\(\) and sleep/],
+    [{ clock: { now: () => 0, sleep: async () => undefined, deadline: 5 } }, 'clock.deadline', /function/],
+    [{ newId: 'op-1' }, 'newId', /must be a function/],
+    [{ random: 0.5 }, 'random', /must be a function/],
+    [{ actions: {} }, 'actions', /array of actions/],
+  ])('createRunner(%j) is refused, naming %s', (options, field, message) => {
+    const error = thrown(() => createRunner(options as never));
+    expect(error).toMatchObject({ code: 'invalid_options', field });
+    expect(error.message).toMatch(message);
+  });
+
+  it.each([
+    [{ signal: {} }, 'ctx.signal'],
+    [{ signal: 'stop' }, 'ctx.signal'],
+    [{ scope: 'acme' }, 'ctx.scope'],
+    [{ scope: ['acme'] }, 'ctx.scope'],
+    [{ scope: null }, 'ctx.scope'],
+    [{ actor: 7 }, 'ctx.actor'],
+    [{ wait: 'no' }, 'ctx.wait'],
+    [{ turn: 'three' }, 'ctx.turn'],
+    [{ toolsExposed: 'set_flag' }, 'ctx.toolsExposed'],
+    [{ toolCallId: 12 }, 'ctx.toolCallId'],
+  ])('run with %o: invalid_context naming %s, nothing executed or recorded', async (extra, field) => {
+    const { action, runner, calls } = harness();
+    const error = await runner.run(action, {}, { runId: 'r', ...extra } as never).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ReadbackError);
+    expect(error).toMatchObject({ code: 'invalid_context', field });
+    expect(calls).toMatchObject({ execute: 0, observe: 0 });
+    // A string scope used to pass the per-value check character by character and be recorded as given.
+    expect(await runner.store.list()).toEqual([]);
+  });
+
+  it('poll, approve and reconcile refuse malformed options', async () => {
+    const { action, runner } = harness({ needsApproval: () => true });
+    const parked = await runner.run(action, {}, ctx);
+    expect(parked.errorCode).toBe('awaiting_approval');
+    const fingerprint = String(parked.evidence?.fingerprint);
+    await expect(runner.poll(parked.operationId, { signal: {} as AbortSignal })).rejects.toMatchObject({
+      field: 'options.signal',
+    });
+    await expect(runner.poll(parked.operationId, { wait: 'yes' as never })).rejects.toMatchObject({
+      field: 'options.wait',
+    });
+    await expect(
+      runner.approve(parked.operationId, { by: 'maria', note: 42 as never, fingerprint }),
+    ).rejects.toMatchObject({ code: 'invalid_options', field: 'decision.note' });
+    expect((await runner.store.get(parked.operationId))?.lifecycle).toBe('awaiting_approval');
+    for (const [options, field] of [
+      [{ once: true, owner: 7 }, 'owner'],
+      [{ once: true, onProgress: 'log' }, 'onProgress'],
+      [{ once: true, signal: 'stop' }, 'signal'],
+      [{ once: 'yes' }, 'once'],
+    ] as const) {
+      await expect(runner.reconcile(options as never)).rejects.toMatchObject({
+        code: 'invalid_options',
+        field,
+      });
+    }
+    // Well-formed options still run the pass (the parked operation is not due, so nothing is claimed).
+    const report = await runner.reconcile({ once: true, onProgress: () => undefined });
+    expect(report).toMatchObject({ errors: 0, claimed: 0 });
+  });
+});
+
+describe('step timeouts longer than a timer can hold', () => {
+  // setTimeout fires after 1 ms for any delay above 2^31-1 ms (~24.8 days): a 35-day verifyTimeoutMs ended
+  // every read as verifier_timeout at once.
+  it('a 35-day verifyTimeoutMs on the system clock waits for the read', async () => {
+    const action = defineAction<In, Obs>({
+      name: 'slow_read',
+      description: 'Set a flag, read slowly.',
+      input: anything,
+      target: () => 'flag:1',
+      postcondition: 'The flag is on.',
+      verifyTimeoutMs: 35 * 24 * 3_600_000,
+      execute: async () => ({ ok: true }),
+      observe: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return { flag: 'on' };
+      },
+      expect: () => ({ flag: 'on' }),
+    });
+    const c = await createRunner().run(action, {}, ctx);
+    expect(c.errorCode).toBeUndefined();
+    expect(c.status).toBe('verified');
+  });
+});
