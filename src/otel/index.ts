@@ -178,6 +178,38 @@ function child<K, V>(map: Map<K, V>, key: K, make: () => V): V {
 // Failed and partial calls did not do what was asked; unknown and pending are uncertainty, not errors.
 const ERROR_STATUSES = new Set(['failed', 'partial']);
 
+// A wrong tracer or meter would otherwise fail in the first run (and only as a sink warning), a wrong flag
+// would be read as truthy, and a non-string tool type would be exported as a number.
+function checkOptions(options: OtelSinkOptions): void {
+  const { tracer, meter, toolType } = options as Record<string, unknown>;
+  if (tracer !== undefined && typeof (tracer as Partial<Tracer> | null)?.startSpan !== 'function') {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be an OpenTelemetry Tracer (with startSpan)',
+      'otelSink(options).tracer',
+    );
+  }
+  const m = meter as Partial<Meter> | null | undefined;
+  if (
+    meter !== undefined &&
+    (typeof m?.createHistogram !== 'function' || typeof m.createObservableCounter !== 'function')
+  ) {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be an OpenTelemetry Meter (with createHistogram and createObservableCounter)',
+      'otelSink(options).meter',
+    );
+  }
+  if (toolType !== undefined && (typeof toolType !== 'string' || toolType === '')) {
+    throw new ReadbackError('invalid_options', 'must be a non-empty string', 'otelSink(options).toolType');
+  }
+  for (const flag of ['recordArguments', 'recordResults'] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
+      throw new ReadbackError('invalid_options', 'must be true or false', `otelSink(options).${flag}`);
+    }
+  }
+}
+
 /**
  * Creates the OpenTelemetry sink: pass it in `createRunner({ trace: { sinks: [otelSink()] } })`.
  * Events arrive already redacted, so arguments and results (when opted in) are redacted too.
@@ -186,6 +218,7 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
   if (typeof options !== 'object' || options === null) {
     throw new ReadbackError('invalid_options', 'expected an options object', 'otelSink(options)');
   }
+  checkOptions(options);
   const tracer = options.tracer ?? trace.getTracer('readback');
   const meter = options.meter ?? metrics.getMeter('readback');
   const toolType = options.toolType ?? 'function';

@@ -13,6 +13,9 @@ export { isConnectionError, type ReconnectOptions } from './retry.js';
 export { POSTGRES_SCHEMA_VERSION } from './schema.js';
 export type { LeaseClock } from './store.js';
 
+// The forms pg's connection-string parser reads as meant: a URL with a postgres scheme, or a socket path.
+const CONNECTION_STRING = /^(?:postgres(?:ql)?:\/\/|socket:|\/)/i;
+
 /** The schema readback's tables live in unless told otherwise. */
 export const DEFAULT_SCHEMA = 'readback';
 
@@ -85,6 +88,9 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     throw new ReadbackError('invalid_options', "must be 'database' or 'caller'", 'leaseClock');
   }
 
+  if ('pool' in source && 'connectionString' in source) {
+    throw new ReadbackError('invalid_options', 'pass { pool } or { connectionString }, not both', 'source');
+  }
   if ('pool' in source) {
     const pool = source.pool;
     if (typeof pool?.query !== 'function') {
@@ -115,6 +121,15 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
   };
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new ReadbackError('invalid_options', 'must be a postgres:// connection string', 'connectionString');
+  }
+  // pg reads anything else as a URL relative to postgres://base and fails later with "ENOTFOUND base".
+  // The text itself is left out of the message: it may hold a password.
+  if (!CONNECTION_STRING.test(connectionString)) {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be a postgres:// or postgresql:// URL (or a socket path starting with /)',
+      'connectionString',
+    );
   }
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) {
     throw new ReadbackError('invalid_options', 'must be a whole number ≥ 1', 'max');

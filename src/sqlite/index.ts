@@ -51,6 +51,9 @@ export interface ResolvedSqliteStoreOptions {
   groupCommit: boolean;
 }
 
+const MAX_BUSY_TIMEOUT_MS = 2 ** 31 - 1;
+const OPTION_KEYS = ['durability', 'busyTimeoutMs', 'groupCommit'];
+
 /** Validates `sqliteStore` options once and fills in the defaults. */
 export function resolveSqliteOptions(options: SqliteStoreOptions = {}): ResolvedSqliteStoreOptions {
   if (typeof options !== 'object' || options === null) {
@@ -61,8 +64,18 @@ export function resolveSqliteOptions(options: SqliteStoreOptions = {}): Resolved
     throw new ReadbackError('invalid_options', `must be 'full' or 'normal'`, 'durability');
   }
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
-  if (typeof busyTimeoutMs !== 'number' || !Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-    throw new ReadbackError('invalid_options', 'must be a non-negative integer', 'busyTimeoutMs');
+  // SQLite keeps busy_timeout in a 32-bit int: a larger value is stored as 0, which means "never wait".
+  if (
+    typeof busyTimeoutMs !== 'number' ||
+    !Number.isInteger(busyTimeoutMs) ||
+    busyTimeoutMs < 0 ||
+    busyTimeoutMs > MAX_BUSY_TIMEOUT_MS
+  ) {
+    throw new ReadbackError(
+      'invalid_options',
+      `must be a whole number of milliseconds from 0 to ${MAX_BUSY_TIMEOUT_MS}`,
+      'busyTimeoutMs',
+    );
   }
   const groupCommit = options.groupCommit ?? true;
   if (typeof groupCommit !== 'boolean') {
@@ -84,6 +97,19 @@ export async function sqliteStore(
   const resolved = resolveSqliteOptions(options);
   if (typeof source !== 'object' || source === null) {
     throw new ReadbackError('invalid_options', 'pass { path } or { database }', 'source');
+  }
+  // `sqliteStore({ path, durability: 'normal' })` reads naturally but would be ignored: the options are the
+  // second argument.
+  const misplaced = OPTION_KEYS.find((key) => key in source);
+  if (misplaced) {
+    throw new ReadbackError(
+      'invalid_options',
+      `is an option, not part of the source: pass it second, sqliteStore({ path }, { ${misplaced} })`,
+      misplaced,
+    );
+  }
+  if ('database' in source && 'path' in source) {
+    throw new ReadbackError('invalid_options', 'pass { path } or { database }, not both', 'source');
   }
 
   if ('database' in source) {
@@ -109,6 +135,14 @@ export async function sqliteStore(
   const { path } = source as { path?: unknown };
   if (typeof path !== 'string') {
     throw new ReadbackError('invalid_options', 'must be a file path string', 'path');
+  }
+  // SQLite opens '' as a temporary database deleted on close: every record would be lost in silence.
+  if (path === '') {
+    throw new ReadbackError(
+      'invalid_options',
+      "must be a file path (or ':memory:' for a throwaway store)",
+      'path',
+    );
   }
   const db = await openDatabaseFile(path);
   try {

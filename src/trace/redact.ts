@@ -139,6 +139,15 @@ const KEY_CACHE_LIMIT = 1024;
 
 /** Creates a redactor from the built-in rules (unless disabled) and the given ones. */
 export function createRedactor(options: RedactionOptions = {}): Redactor {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ReadbackError('invalid_options', 'expected { defaults?, rules? }', 'trace.redaction');
+  }
+  if (options.defaults !== undefined && typeof options.defaults !== 'boolean') {
+    throw new ReadbackError('invalid_options', 'must be true or false', 'trace.redaction.defaults');
+  }
+  if (options.rules !== undefined && !Array.isArray(options.rules)) {
+    throw new ReadbackError('invalid_options', 'must be an array of rules', 'trace.redaction.rules');
+  }
   const defaults = options.defaults !== false;
   const rules = (options.rules ?? []).map((rule, i) => checkRule(rule, i));
   const keyRules = rules.filter((r) => r.key);
@@ -318,6 +327,9 @@ function checkRule(rule: RedactionRule, i: number): RedactionRule {
   }
   if (rule.value && !(rule.value instanceof RegExp)) {
     throw new ReadbackError('invalid_options', 'must be a RegExp', `${field}.value`);
+  }
+  if (rule.replace !== undefined && typeof rule.replace !== 'function') {
+    throw new ReadbackError('invalid_options', 'must be a function', `${field}.replace`);
   }
   // A value pattern must replace every match, so it is always global; a key pattern must not keep state.
   const value =

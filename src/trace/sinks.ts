@@ -1,4 +1,4 @@
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, openSync, type WriteStream } from 'node:fs';
 import { ReadbackError } from '../errors.js';
 import type { TraceEvent, TraceEventType, TraceSink } from './events.js';
 
@@ -84,8 +84,27 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
   if (typeof path !== 'string' || path === '') {
     throw new ReadbackError('invalid_options', 'must be a non-empty file path', 'jsonlSink(path)');
   }
+  if (typeof options !== 'object' || options === null) {
+    throw new ReadbackError('invalid_options', 'expected an options object', 'jsonlSink(options)');
+  }
+  if (options.append !== undefined && typeof options.append !== 'boolean') {
+    throw new ReadbackError('invalid_options', 'must be true or false', 'jsonlSink(options).append');
+  }
   const types = typesOf(options, 'jsonlSink(options).types');
-  const stream: WriteStream = createWriteStream(path, { flags: options.append === false ? 'w' : 'a' });
+  const flags = options.append === false ? 'w' : 'a';
+  // Opened here, synchronously: a directory, a missing folder or a file that cannot be written is reported by
+  // this call, not found later by a flush() after the runs' events were already lost.
+  let fd: number;
+  try {
+    fd = openSync(path, flags);
+  } catch (error) {
+    throw new ReadbackError(
+      'invalid_options',
+      `cannot open ${path} for writing: ${error instanceof Error ? error.message : String(error)}`,
+      'jsonlSink(path)',
+    );
+  }
+  const stream: WriteStream = createWriteStream(path, { fd, flags });
   let failure: unknown;
   let closed = false;
   // The batch being filled; the stream keeps a sent buffer until written, so each batch gets a fresh one.

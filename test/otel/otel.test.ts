@@ -236,3 +236,20 @@ describe('readback/otel metrics shared by sinks', () => {
     expect(metric && 'isMonotonic' in metric ? metric.isMonotonic : undefined).toBe(true);
   });
 });
+
+describe('readback/otel options', () => {
+  // A wrong tracer used to fail only in the first run (as a sink warning), a wrong meter with a TypeError,
+  // and a wrong flag or tool type was used as given.
+  it.each([
+    [{ tracer: {} }, 'otelSink(options).tracer'],
+    [{ meter: { createHistogram: () => undefined } }, 'otelSink(options).meter'],
+    [{ toolType: 5 }, 'otelSink(options).toolType'],
+    [{ toolType: '' }, 'otelSink(options).toolType'],
+    [{ recordArguments: 'yes' }, 'otelSink(options).recordArguments'],
+    [{ recordResults: 1 }, 'otelSink(options).recordResults'],
+  ])('otelSink(%o) is refused, naming %s', (options, field) => {
+    expect(() => otelSink(options as never)).toThrow(
+      expect.objectContaining({ code: 'invalid_options', field }),
+    );
+  });
+});

@@ -18,6 +18,30 @@ describe('loading pg', () => {
     });
   });
 
+  // pg read 'not a url' as a URL relative to postgres://base and failed later with "getaddrinfo ENOTFOUND
+  // base"; with both sources the connection string was ignored. Neither needs a server to be refused.
+  it('refuses a connection string that is not a postgres URL, without echoing it, and two sources', async () => {
+    for (const connectionString of ['not a url', 'http://u:hunter2@db.example/ops', 'localhost:5432/ops']) {
+      const error = await postgresStore({ connectionString }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(error).toMatchObject({
+        name: 'ReadbackError',
+        code: 'invalid_options',
+        field: 'connectionString',
+      });
+      expect(error?.message).toMatch(/postgres:\/\//);
+      expect(error?.message).not.toContain('hunter2');
+    }
+    const pool = { query: async () => ({ rows: [] }) };
+    await expect(postgresStore({ connectionString: PG_URL, pool } as never)).rejects.toMatchObject({
+      code: 'invalid_options',
+      field: 'source',
+      message: expect.stringMatching(/not both/),
+    });
+  });
+
   it('refuses a schema name that is not a plain identifier', async () => {
     await expect(postgresStore({ connectionString: PG_URL, schema: 'x"; DROP' })).rejects.toMatchObject({
       code: 'invalid_options',

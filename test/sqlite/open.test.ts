@@ -267,6 +267,29 @@ describe('pragmas and options', () => {
     }
   });
 
+  // Each used to be accepted: '' is SQLite's temporary database, deleted (records and all) on close; options
+  // written into the source were ignored; a busy timeout past 2^31-1 is stored by SQLite as 0, "never wait".
+  it('refuses an empty path, options in the source, both sources, and a busy timeout SQLite cannot hold', async () => {
+    const dir = freshDir();
+    const path = join(dir, 'ops.db');
+    const handle = await openHandle();
+    const bad: [string, RegExp, () => Promise<unknown>][] = [
+      ['path', /':memory:'/, () => sqliteStore({ path: '' })],
+      ['durability', /pass it second/, () => sqliteStore({ path, durability: 'normal' } as never)],
+      ['busyTimeoutMs', /pass it second/, () => sqliteStore({ path, busyTimeoutMs: 50 } as never)],
+      ['source', /not both/, () => sqliteStore({ path, database: handle } as never)],
+      ['busyTimeoutMs', /0 to 2147483647/, () => sqliteStore({ path }, { busyTimeoutMs: 2 ** 31 })],
+    ];
+    for (const [field, message, call] of bad) {
+      const error = await rejection(call());
+      expect(error).toMatchObject({ code: 'invalid_options', field });
+      expect(error.message).toMatch(message);
+    }
+    // Refused before anything was opened or created.
+    expect(readdirSync(dir)).toEqual([]);
+    handle.close();
+  });
+
   it('refuses a handle inside a transaction, at open and at write', async () => {
     const db = await openHandle();
     db.exec('BEGIN');

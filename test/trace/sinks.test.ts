@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { callbackSink, createRunner, jsonlSink, type TraceEvent } from '../../src/index.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { callbackSink, createRunner, jsonlSink, ReadbackError, type TraceEvent } from '../../src/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'readback-jsonl-'));
@@ -61,25 +61,62 @@ describe('sinks', () => {
     expect(lines(path)).toEqual([event]);
   });
 
-  it('a file that cannot be opened fails flush and later writes, never the run', async () => {
-    const file = jsonlSink(join(dir, 'no-such-dir', 'x.jsonl'));
-    const errors: unknown[] = [];
-    const hd = createHelpdesk();
-    hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
-    const runner = createRunner({
-      clock: hd.clock,
-      trace: { sinks: [file], onSinkError: (e) => void errors.push(e) },
-    });
-    await expect(file.flush()).rejects.toThrow(/ENOENT/);
-    const c = await runner.run(
-      hd.actions.updateTicket,
-      { id: 'T-104', status: 'resolved' },
-      { runId: 'r', scope: { tenant: 'acme' } },
+  it('a path that cannot be opened is refused by jsonlSink() itself, naming the path and the reason', () => {
+    const cases: [string, RegExp][] = [
+      [join(dir, 'no-such-dir', 'x.jsonl'), /ENOENT/],
+      [dir, /EISDIR/],
+    ];
+    for (const [path, reason] of cases) {
+      let error: unknown;
+      try {
+        jsonlSink(path);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ReadbackError);
+      expect(error).toMatchObject({ code: 'invalid_options', field: 'jsonlSink(path)' });
+      expect((error as Error).message).toContain(`cannot open ${path} for writing`);
+      expect((error as Error).message).toMatch(reason);
+    }
+    expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
+    expect(() => jsonlSink(join(dir, 'a.jsonl'), { append: 'no' as never })).toThrow(
+      /jsonlSink\(options\)\.append: must be true or false/,
     );
-    expect(c.status).toBe('verified');
-    expect(errors.length).toBeGreaterThan(0);
-    expect(String(errors[0])).toMatch(/ENOENT/);
   });
+
+  // /dev/full opens, and every write to it fails with ENOSPC: a disk that fills up mid-run.
+  it.skipIf(!existsSync('/dev/full'))(
+    'a file whose writes fail fails flush and later writes, never the run',
+    async () => {
+      const file = jsonlSink('/dev/full');
+      const errors: unknown[] = [];
+      const hd = createHelpdesk();
+      hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
+      const runner = createRunner({
+        clock: hd.clock,
+        trace: { sinks: [file], onSinkError: (e) => void errors.push(e) },
+      });
+      const first = await runner.run(
+        hd.actions.updateTicket,
+        { id: 'T-104', status: 'resolved' },
+        { runId: 'r', scope: { tenant: 'acme' } },
+      );
+      expect(first.status).toBe('verified');
+      await expect(file.flush()).rejects.toThrow(/ENOSPC/);
+      // The stream reports its 'error' event once it has closed the file, a little after the failed write.
+      const probe = { type: 'run.started' } as TraceEvent;
+      await vi.waitFor(() => expect(() => file.write(probe)).toThrow(/ENOSPC/));
+      const c = await runner.run(
+        hd.actions.updateTicket,
+        { id: 'T-104', status: 'open' },
+        { runId: 'r2', scope: { tenant: 'acme' } },
+      );
+      expect(c.status).toBe('verified');
+      expect(errors.length).toBeGreaterThan(0);
+      expect(String(errors[0])).toMatch(/ENOSPC/);
+      await expect(file.close()).rejects.toThrow(/ENOSPC/);
+    },
+  );
 
   it('batches survive the edges: many lines, lines bigger than a batch, non-ASCII text, close without flush', async () => {
     const path = join(dir, 'batches.jsonl');
@@ -130,5 +167,43 @@ describe('sinks', () => {
   it('rejects a missing path or callback', () => {
     expect(() => jsonlSink('')).toThrow(/jsonlSink\(path\)/);
     expect(() => callbackSink(undefined as never)).toThrow(/callbackSink/);
+  });
+
+  // Each used to be accepted by createRunner and then fail later: a types array threw out of the run itself,
+  // a malformed redaction threw a TypeError, a handler that is not a function swallowed every sink error.
+  it('createRunner refuses trace settings the tracer would trip over later', async () => {
+    const hd = createHelpdesk();
+    hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
+    const seen: string[] = [];
+    const write = (e: TraceEvent) => void seen.push(e.type);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ sinks: [{ write, types: ['completion'] }] }, 'trace.sinks[0].types'],
+      [{ sinks: [{ write }], redaction: { rules: 'password' } }, 'trace.redaction.rules'],
+      [{ sinks: [{ write }], redaction: 'on' }, 'trace.redaction'],
+      [{ sinks: [{ write }], redaction: { defaults: 'no' } }, 'trace.redaction.defaults'],
+      [
+        { sinks: [{ write }], redaction: { rules: [{ name: 'x', value: /x/, replace: 'y' }] } },
+        'trace.redaction.rules[0].replace',
+      ],
+      [{ sinks: [{ write }], onSinkError: 'warn' }, 'trace.onSinkError'],
+      [{ sinks: [{ write }], claimOf: {} }, 'trace.claimOf'],
+      [{ sinks: [{ write }], recordArguments: 'yes' }, 'trace.recordArguments'],
+    ];
+    for (const [trace, field] of cases) {
+      expect(() => createRunner({ clock: hd.clock, trace: trace as never })).toThrow(
+        expect.objectContaining({ code: 'invalid_options', field }),
+      );
+    }
+    // A Set of types is what the sink type asks for, and works.
+    const runner = createRunner({
+      clock: hd.clock,
+      trace: { sinks: [{ write, types: new Set(['completion']) }] },
+    });
+    await runner.run(
+      hd.actions.updateTicket,
+      { id: 'T-104', status: 'resolved' },
+      { runId: 'r', scope: { tenant: 'acme' } },
+    );
+    expect(seen).toEqual(['completion']);
   });
 });
