@@ -16,6 +16,10 @@ const CONCURRENCY = env('BENCH_CONCURRENCY', 64);
 const BATCHES = env('BENCH_PG_BATCHES', 30);
 const ROUNDS = env('BENCH_ROUNDS', 3);
 const POOL = env('BENCH_PG_POOL', 10);
+// Sequential actions of each loop run before the per-action rounds, not counted (JIT warm-up).
+const WARMUP = env('BENCH_PG_WARMUP', 200);
+// Batches each loop runs in a row before the other takes over (1: they alternate batch by batch).
+const BLOCK = env('BENCH_PG_BLOCK', 1);
 const DRAIN = {
   ops: env('BENCH_PG_DRAIN_OPS', 20_000),
   workers: env('BENCH_PG_WORKERS', 4),
@@ -167,8 +171,8 @@ async function handSystem(pool) {
 }
 
 /**
- * Runs `batches` batches of `width` actions through the runner and by hand, interleaved batch by batch
- * (which goes first alternates), timing each system's own batches only: a slow spell of the machine or the
+ * Runs `batches` batches of `width` actions through the runner and by hand, taking turns of BLOCK batches
+ * (default 1: batch by batch; which goes first alternates), timing each system's own batches only: a slow spell of the machine or the
  * disk then hits both alike, where back-to-back loops let it land on one.
  */
 async function sideBySide(pool, batches, width, round) {
@@ -176,13 +180,15 @@ async function sideBySide(pool, batches, width, round) {
     { name: 'runner', system: await runnerSystem(pool), ns: 0n },
     { name: 'hand', system: await handSystem(pool), ns: 0n },
   ];
-  for (let b = 0; b < batches; b++) {
-    const order = (b + round) % 2 === 0 ? systems : [systems[1], systems[0]];
+  for (let b0 = 0; b0 < batches; b0 += BLOCK) {
+    const order = (b0 / BLOCK + round) % 2 === 0 ? systems : [systems[1], systems[0]];
     for (const s of order) {
-      const names = Array.from({ length: width }, (_, i) => `${s.name}-${b}-${i}`);
-      const start = process.hrtime.bigint();
-      await s.system.batch(names);
-      s.ns += process.hrtime.bigint() - start;
+      for (let b = b0; b < Math.min(batches, b0 + BLOCK); b++) {
+        const names = Array.from({ length: width }, (_, i) => `${s.name}-${b}-${i}`);
+        const start = process.hrtime.bigint();
+        await s.system.batch(names);
+        s.ns += process.hrtime.bigint() - start;
+      }
     }
   }
   const [runner, hand] = systems;
@@ -236,7 +242,7 @@ async function perAction() {
     );
     await store.close();
     await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
-    await sideBySide(pool, 200, 1, 0);
+    await sideBySide(pool, WARMUP, 1, 0);
 
     const shapes = [
       { label: 'sequential (one at a time)', batches: SEQ_OPS, width: 1 },

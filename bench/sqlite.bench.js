@@ -283,7 +283,8 @@ async function round(durability, ops) {
 }
 
 async function perAction(durability, ops) {
-  await round(durability, Math.ceil(ops / 4)); // warm-up, not counted
+  // Warm-up, not counted: BENCH_WARMUP actions per loop (default a quarter of a round).
+  await round(durability, Number(process.env.BENCH_WARMUP ?? Math.ceil(ops / 4)));
   const rates = { grouped: [], single: [], hand: [] };
   const ratios = { grouped: [], single: [] };
   for (let r = 0; r < ROUNDS; r++) {
