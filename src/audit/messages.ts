@@ -17,9 +17,10 @@ export const NEEDS_OPERATION_ID: readonly Status[] = ['pending', 'unknown'];
 /** The operation id a probe draft carries, looked for in the formed message. */
 export const PROBE_OPERATION_ID = 'op_audit_probe';
 
-// Words that say the outcome is not known, which an `unknown` message has to convey.
+// Words that say the outcome is not known, which an `unknown` message has to convey:
+// "unknown", "may not have", "not sure whether", "we can't tell if it went out".
 const UNCERTAIN =
-  /\b(unknown|uncertain|unclear|undetermined|unverified|may|might|not (?:yet )?(?:known|verified|confirmed|determined)|could not be (?:determined|verified|confirmed)|cannot (?:tell|say|confirm))\b/i;
+  /\b(unknown|uncertain|unclear|undetermined|unverified|unconfirmed|unsure|not sure|whether|may|might|not (?:yet )?(?:known|verified|confirmed|determined|clear)|(?:could(?: not|n['’]t)|can(?:not| not|['’]t)) (?:be )?(?:tell|say|confirm|verify|determine|know|determined|verified|confirmed)|(?:do|does|did)(?: not|n['’]t) know)\b/i;
 
 /** A probe completion draft for one status, with every field a template might read. */
 export function probeDraft(action: AnyAction, status: Status): CompletionDraft {

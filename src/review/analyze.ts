@@ -7,6 +7,8 @@
 import type { Completion } from '../contract/types.js';
 import { guardAnswer, type Violation } from '../messages/guard.js';
 import { claimsCompletion } from '../messages/words.js';
+import { claimsAboutOtherTargets, unsupportedFailures } from './answer-checks.js';
+import { idsInText, idsOfCall, sameShape, sameValue } from './identifiers.js';
 import { type ClaimLevel, claimLevel, type Evidence, evidenceFor, rawEvidence, supports } from './ladder.js';
 import type { Incident, IncidentCall, Location } from './model.js';
 import { type FailureClass, firstRepair, type Recovery, recoveryFor } from './repair.js';
@@ -51,36 +53,14 @@ export interface ReviewResult {
   findings: Finding[];
 }
 
-const ID_PATTERN = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b[A-Za-z]+[-_#]?\d[\w-]*/g;
-
-function identifiers(text: string): string[] {
-  return [...text.matchAll(ID_PATTERN)].map((m) => m[0].replace(/[.-]+$/, ''));
-}
-
-function sameId(a: string, b: string): boolean {
-  return a.toLowerCase() === b.toLowerCase();
-}
-
-// "T-104" and "T-140" have the same shape; "T-104" and "v2" do not, so only like is compared with like.
-function shape(id: string): string {
-  return id.includes('@') ? 'email' : (/^[a-z]+[-_#]?/i.exec(id)?.[0]?.toLowerCase() ?? '');
-}
-
-function leaves(value: unknown, out: string[] = []): string[] {
-  if (typeof value === 'string' || typeof value === 'number') out.push(String(value));
-  else if (Array.isArray(value)) for (const v of value) leaves(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) leaves(v, out);
-  return out;
-}
-
 function offRequest(request: string, call: IncidentCall): { asked: string; used: string } | undefined {
-  const asked = identifiers(request);
+  const asked = idsInText(request);
   if (asked.length === 0) return undefined;
-  const used = identifiers(`${leaves(call.args).join(' ')} ${call.target}`);
-  if (used.some((u) => asked.some((a) => sameId(a, u)))) return undefined;
+  const used = idsOfCall(call.args, call.target);
+  if (used.some((u) => asked.some((a) => sameValue(a, u)))) return undefined;
   for (const u of used) {
-    const twin = asked.find((a) => shape(a) === shape(u));
-    if (twin !== undefined) return { asked: twin, used: u };
+    const twin = asked.find((a) => sameShape(a, u));
+    if (twin !== undefined) return { asked: twin.value, used: u.value };
   }
   return undefined;
 }
@@ -213,9 +193,24 @@ function reviewAnswer(incident: Incident, evidence: Map<IncidentCall, Evidence>,
   const completions = calls.map((c) => completionOf(c, evidence.get(c)!));
   const byOp = new Map(calls.map((c, i) => [completions[i]!.operationId, c]));
   const firstOpen = calls.find((c) => evidence.get(c)!.status !== 'verified');
+  const at = answer.at;
+  // A claim about a target nothing acted on is reported as that, not as whichever call the guard tied it to.
+  const strangers = new Set<string>();
+  for (const hit of claimsAboutOtherTargets(answer.text, calls)) {
+    strangers.add(`${hit.sentence}|${hit.word}`);
+    out.push({
+      where: 'final_answer',
+      at,
+      class: 'no_tool_call',
+      claim: hit.sentence,
+      word: hit.word,
+      claimLevel: 'done',
+      detail: `the answer says "${hit.word}" about ${hit.named}, but no tool call in this run acted on ${hit.named}: ${hit.sibling.name} ran on ${hit.sibling.target}`,
+    });
+  }
   for (const v of guardAnswer(answer.text, completions).violations) {
+    if (strangers.has(`${v.sentence}|${v.claim}`)) continue;
     const call = callOf(v, byOp, firstOpen, calls.length);
-    const at = answer.at;
     if (call === undefined) {
       out.push({
         where: 'final_answer',
@@ -240,6 +235,30 @@ function reviewAnswer(incident: Incident, evidence: Map<IncidentCall, Evidence>,
       detail: `the answer says "${v.claim}" about ${call.name} on ${call.target}, but the evidence allows at most ${allowedWord(ev)}: ${ev.summary}`,
     });
   }
+  for (const hit of unsupportedFailures(answer.text, calls, evidence)) {
+    const ev = evidence.get(hit.call)!;
+    out.push({
+      where: 'final_answer',
+      at,
+      class: honestUpstream(hit.call, ev) ? 'wrong_text' : classify(hit.call, ev),
+      claim: hit.sentence,
+      word: hit.word,
+      claimLevel: 'failed',
+      ...callFacts(hit.call, ev),
+      detail: `the answer says "${hit.word}", a definite failure of ${hit.call.name} on ${hit.call.target}, but ${notFailed(ev)}`,
+    });
+  }
+}
+
+// Why "failed" is too strong for this evidence, and what a user told so would wrongly do.
+function notFailed(evidence: Evidence): string {
+  const read = evidence.summary;
+  if (evidence.status === 'verified' || evidence.status === 'no_op') {
+    return `the effect holds (${read}); a retry on the strength of this answer would do it twice`;
+  }
+  if (evidence.status === 'pending')
+    return `the work was accepted and is still open (${read}); say "queued, not done"`;
+  return `${read}; the honest word is "outcome unknown", since a retry may do it twice`;
 }
 
 function callOf(
