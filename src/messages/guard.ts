@@ -12,19 +12,25 @@
  * - a noun of the action or target kind in the clause ("the email", "the migration"): +1.
  * The highest-scoring completions win (ties keep all of them, so an ambiguous claim must hold
  * for each). Generic words ("done", "all set") carry no verb, so they may also borrow the
- * subject of their whole sentence ("Done — T-104 is resolved").
+ * subject of their whole sentence ("Done — T-104 is resolved"). Idioms ("went out") count only
+ * when the clause names the target or a noun of the action. A completion is not the subject of a
+ * claim whose clause names another target of its kind ("order 43", "bob@x.com") and none of its
+ * own: that claim is about something no action in the run touched.
  *
  * Judgement of an attributed claim: `verified` allows any claim; `no_op` allows a claim that a
  * state holds ("T-104 is resolved", "was already resolved") but not one that reports an act
  * ("I resolved T-104", "Done"), since nothing was done; `partial` allows a claim whose clause
- * states the exact counts ("8 of 10 records migrated"); every other status refuses it. A shadow
- * completion (`completion.shadow` set) is an operator observation, never proof: it supports no claim.
+ * states the passed count, without "all" or "every", in a sentence that also gives the total, the
+ * failed count or a failed unit ("8 of 10 records migrated", "I updated 3 invoices; 2 failed");
+ * every other status refuses it. A shadow completion (`completion.shadow` set) is an operator
+ * observation, never proof: it supports no claim.
  */
 import type { Completion, Status } from '../contract/types.js';
 import {
   type EffectClaim,
   findClaims,
   isDeterminer,
+  maskQuoted,
   sameWord,
   splitSentences,
   stemMatches,
@@ -73,6 +79,8 @@ interface Profile {
   ids: string[];
   actionTokens: string[];
   nouns: string[];
+  /** Target kind words ("order" for `order:42`), which introduce references to other targets. */
+  kinds: string[];
 }
 
 function wordsOf(text: string): string[] {
@@ -111,7 +119,45 @@ function profile(completion: Completion): Profile {
   const colon = target.indexOf(':');
   const actionTokens = wordsOf(String(completion.action ?? ''));
   const kind = colon > 0 ? wordsOf(target.slice(0, colon)) : [];
-  return { completion, ids: targetIds(target), actionTokens, nouns: [...actionTokens, ...kind] };
+  return { completion, ids: targetIds(target), actionTokens, nouns: [...actionTokens, ...kind], kinds: kind };
+}
+
+const ADDRESS = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g;
+
+const UNITS = '(?:second|minute|hour|day|week|month|year|time|item|unit|percent)s?\\b';
+
+// "T-104" → "a-9": letters and digits collapsed, separators kept.
+function shapeOf(id: string): string {
+  return id
+    .toLowerCase()
+    .replace(/[a-z]+/g, 'a')
+    .replace(/\d+/g, '9');
+}
+
+/** The first target reference in the clause that is of the completion's kind but not its own target. */
+function foreignReference(clause: string, p: Profile): string | undefined {
+  const text = maskQuoted(clause);
+  const refs: { id: string; named: string }[] = [];
+  // Only identifiers shaped like the completion's own ("43" for `order:42`, "T-105" for `ticket:T-104`),
+  // so "the email 2 days ago" or "order at 10:00" name no target.
+  const shapes = new Set(p.ids.filter((id) => /\d/.test(id)).map(shapeOf));
+  for (const kind of shapes.size === 0 ? [] : p.kinds) {
+    const noun = escapeRegExp(kind.replace(/s$/, ''));
+    // A kind noun followed by an identifier with a digit: "order 43", "ticket #T-105", "invoice no. 7".
+    // A unit after the number makes it a quantity, not an identifier: "the order 2 hours ago".
+    const pattern = new RegExp(
+      `\\b${noun}s?\\s*(?:#|no\\.\\s*|number\\s+)?([a-z]{0,8}[-_]?\\d[\\w-]*)(?![\\w-])(?!\\s+${UNITS})`,
+      'gi',
+    );
+    for (const m of text.matchAll(pattern)) {
+      if (shapes.has(shapeOf(m[1]!)))
+        refs.push({ id: m[1]!, named: clause.slice(m.index, m.index + m[0].length) });
+    }
+  }
+  if (p.ids.some((id) => id.includes('@'))) {
+    for (const m of text.matchAll(ADDRESS)) refs.push({ id: m[0], named: m[0] });
+  }
+  return refs.find((ref) => !p.ids.some((id) => id.toLowerCase() === ref.id.toLowerCase()))?.named;
 }
 
 function score(claim: EffectClaim, p: Profile, text: string, withStem: boolean): number {
@@ -129,10 +175,26 @@ function best(scored: { p: Profile; s: number }[]): Profile[] {
   return top === 0 ? [] : scored.filter((x) => x.s === top).map((x) => x.p);
 }
 
-function attribute(claim: EffectClaim, sentence: string, profiles: Profile[]): Profile[] {
-  const inClause = best(profiles.map((p) => ({ p, s: score(claim, p, claim.clause, true) })));
-  if (inClause.length > 0 || !claim.generic) return inClause;
-  return best(profiles.map((p) => ({ p, s: score(claim, p, sentence, false) })));
+interface Attribution {
+  matched: Profile[];
+  /** A target the clause names that no attributed completion has ("order 43"). */
+  foreign?: string;
+}
+
+function attribute(claim: EffectClaim, sentence: string, profiles: Profile[]): Attribution {
+  // An idiom's verb is not evidence of which action it means, so it gets no verb-stem score.
+  let matched = best(profiles.map((p) => ({ p, s: score(claim, p, claim.clause, !claim.idiom) })));
+  if (matched.length === 0 && claim.generic) {
+    matched = best(profiles.map((p) => ({ p, s: score(claim, p, sentence, false) })));
+  }
+  let foreign: string | undefined;
+  const own = matched.filter((p) => {
+    const ref = foreignReference(claim.clause, p);
+    if (ref === undefined || p.ids.some((id) => containsId(claim.clause, id))) return true;
+    foreign ??= ref;
+    return false;
+  });
+  return { matched: own, ...(own.length === 0 && foreign !== undefined ? { foreign } : {}) };
 }
 
 function hasSubject(clause: string): boolean {
@@ -146,13 +208,36 @@ function hasSubject(clause: string): boolean {
   });
 }
 
-function statesCounts(clause: string, c: Completion): boolean {
-  if (c.units === undefined) return false;
-  const { passed, required } = c.units;
-  return new RegExp(`\\b${passed}\\s*(?:of|/|out of)\\s*${required}\\b`, 'i').test(clause);
+const NUMBER_WORDS = (
+  'zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen ' +
+  'seventeen eighteen nineteen twenty'
+).split(' ');
+// A claim about every unit is false for a partial completion, whatever counts stand next to it.
+const UNIVERSAL = /\b(?:all|every|each|both|entire|whole|everything)\b/i;
+
+// A count as a whole token, in digits or as a word: "3" or "three", not the 3 in "INV-3" or "3.5".
+function countPattern(n: number): RegExp {
+  const word = NUMBER_WORDS[n];
+  const alternatives = word === undefined ? `${n}` : `${n}|${word}`;
+  return new RegExp(`(?<![\\w@.-])(?:${alternatives})(?![\\w@-]|\\.\\w)`, 'i');
 }
 
-function allowed(claim: EffectClaim, c: Completion): boolean {
+function statesCounts(claim: EffectClaim, sentence: string, c: Completion): boolean {
+  if (c.units === undefined || c.units === null) return false;
+  const { passed, required, failed } = c.units;
+  const clause = maskQuoted(claim.clause);
+  if (UNIVERSAL.test(clause) || !countPattern(passed).test(clause)) return false;
+  // The passed count alone ("I updated 3 invoices") hides the shortfall; the sentence must show it too.
+  const rest = maskQuoted(sentence).replace(countPattern(passed), ' ');
+  const failedTargets = Array.isArray(c.units.failedTargets) ? c.units.failedTargets : [];
+  return (
+    countPattern(required).test(rest) ||
+    (failed > 0 && countPattern(failed).test(rest)) ||
+    failedTargets.some((t) => containsId(rest, String(t)))
+  );
+}
+
+function allowed(claim: EffectClaim, sentence: string, c: Completion): boolean {
   if (c.shadow !== undefined) return false;
   switch (c.status) {
     case 'verified':
@@ -160,7 +245,7 @@ function allowed(claim: EffectClaim, c: Completion): boolean {
     case 'no_op':
       return !claim.agentive;
     case 'partial':
-      return statesCounts(claim.clause, c);
+      return statesCounts(claim, sentence, c);
     default:
       return false;
   }
@@ -206,11 +291,22 @@ export function guardAnswer(text: string, completions: readonly Completion[]): G
   };
   for (const sentence of splitSentences(text)) {
     for (const claim of findClaims(sentence)) {
-      const matched = attribute(claim, sentence, profiles);
+      const { matched, foreign } = attribute(claim, sentence, profiles);
       for (const p of matched) {
-        if (!allowed(claim, p.completion)) add(unverified(sentence, claim, p.completion));
+        if (!allowed(claim, sentence, p.completion)) add(unverified(sentence, claim, p.completion));
       }
       if (matched.length > 0) continue;
+      if (foreign !== undefined) {
+        add({
+          kind: 'no_completion',
+          sentence,
+          claim: claim.word,
+          detail: `"${claim.word}" claims an effect on "${foreign}", which no action in this run touched; report only the targets the actions ran on.`,
+        });
+        continue;
+      }
+      // "The power went out" is not about any action; only a named subject makes an idiom a claim.
+      if (claim.idiom) continue;
       if (claim.generic && !hasSubject(claim.clause)) {
         if (completions.length === 0 || notVerified > 0) {
           const why =

@@ -20,11 +20,17 @@ export interface EffectClaim {
   agentive: boolean;
   /** The clause the claim sits in, which bounds both its hedges and its subject. */
   clause: string;
+  /**
+   * True for idioms that claim an effect only when the clause names what it is about: "the email
+   * went out" claims a send, "the power went out" does not.
+   */
+  idiom: boolean;
 }
 
 interface EffectWord {
   stem: string;
   generic?: boolean;
+  idiom?: boolean;
 }
 
 // Past forms and adjectives only: "send" or "resolve" promise nothing, "sent" or "resolved" do.
@@ -37,6 +43,7 @@ const WORDS: Record<string, EffectWord> = {
   accomplished: { stem: 'accomplish', generic: true },
   handled: { stem: 'handle', generic: true },
   processed: { stem: 'process', generic: true },
+  dispatched: { stem: 'dispatch' },
   succeeded: { stem: 'succeed', generic: true },
   successful: { stem: 'succeed', generic: true },
   successfully: { stem: 'succeed', generic: true },
@@ -94,6 +101,9 @@ const WORDS: Record<string, EffectWord> = {
   deployed: { stem: 'deploy' },
   shipped: { stem: 'ship' },
   migrated: { stem: 'migrate' },
+  synced: { stem: 'sync' },
+  synchronized: { stem: 'sync' },
+  imported: { stem: 'import' },
   transferred: { stem: 'transfer' },
   uploaded: { stem: 'upload' },
   restored: { stem: 'restore' },
@@ -108,12 +118,20 @@ const WORDS: Record<string, EffectWord> = {
 const PHRASES: { words: string[]; effect: EffectWord }[] = [
   { words: ['all', 'set'], effect: { stem: 'complete', generic: true } },
   { words: ['taken', 'care', 'of'], effect: { stem: 'handle', generic: true } },
+  { words: ['took', 'care', 'of'], effect: { stem: 'handle', generic: true } },
+  { words: ['went', 'out'], effect: { stem: 'send', idiom: true } },
+  { words: ['gone', 'out'], effect: { stem: 'send', idiom: true } },
   { words: ['went', 'through'], effect: { stem: 'succeed', generic: true } },
   { words: ['gone', 'through'], effect: { stem: 'succeed', generic: true } },
 ];
 
 /** Every single effect word readback recognizes, for documentation and tests. */
 export const EFFECT_WORDS: readonly string[] = Object.keys(WORDS);
+
+// The plain forms of the effect words ("send", "refund"), which claim only after "able to" or "managed to".
+const BASE_FORMS = new Map<string, EffectWord>(
+  Object.values(WORDS).map((w) => [w.stem, { stem: w.stem, generic: w.generic }]),
+);
 
 // Words that, in the few words before an effect word, turn it into a negation, a hedge, a
 // future, a condition or a wish: none of those asserts that the effect was observed.
@@ -124,9 +142,37 @@ const HEDGES = new Set(
     'likely unlikely presumably supposedly reportedly apparently seemingly seems seem appears appear ' +
     'hopefully hope expect expected unconfirmed unverified unknown unclear uncertain pending awaiting ' +
     'waiting once until unless if whether when before need needs try tried trying attempt attempted ' +
-    'attempting going about'
+    'attempting unsure'
   ).split(' '),
 );
+// Words that open a subordinate clause: everything after them up to the clause's end is a condition or
+// a time still to come ("once the email to Ana is delivered"), however long its subject is.
+const SUBORDINATORS = new Set(['once', 'until', 'unless', 'if', 'whether', 'when', 'whenever']);
+// What someone asked for is not what happened: "you asked me to make sure the proposal is delivered".
+// After "as" it affirms instead: "as you asked, I sent it", "as requested".
+const REQUESTS = new Set(['ask', 'asked', 'asks', 'asking', 'requested', 'want', 'wants', 'wanted']);
+// A clause that opens with one of these verbs is an instruction or a plan, not a report: "(please)
+// confirm the email was delivered", "next step: verify the refund was issued", "make sure it is sent".
+const IMPERATIVES = new Set(['confirm', 'verify', 'check', 'ensure']);
+// Words of knowing and showing. A doubted one ("could not confirm", "no proof", "not sure", "waiting
+// for confirmation") puts its whole complement in doubt: "... that the email to Ana was delivered".
+const EVIDENTIAL = new Set(
+  (
+    'confirm confirms confirmed confirmation verify verifies verified verification know known sure certain ' +
+    'proof proves evidence sign shows tell say see seen heard guarantee'
+  ).split(' '),
+);
+const DOUBT = new Set(
+  'not never no nothing none cannot unable without unsure unclear uncertain unknown unconfirmed unverified waiting awaiting'.split(
+    ' ',
+  ),
+);
+// "I can confirm it was sent" asserts; "can" only hedges a change ("it can be sent later").
+const ASSERTING = new Set(['confirm', 'see', 'verify', 'tell', 'report', 'say']);
+// "I'd already sent it" is "I had", not "I would": only adverbs stand between "'d" and the word.
+const HAD_ADVERBS = new Set(['already', 'just', 'also', 'now', 'since', 'successfully', 'then']);
+// "I was able to send", "managed to refund": an infinitive after these reports the act as achieved.
+const ACHIEVED = new Set(['able', 'managed']);
 // "I'll", "we'd": contracted modals hedge like their full forms.
 const MODAL_CONTRACTIONS = ["'ll", "'d"];
 
@@ -243,6 +289,10 @@ function matchEffect(
     }
   }
   const text = tokens[i]?.text ?? '';
+  const base = BASE_FORMS.get(text);
+  if (base !== undefined && tokens[i - 1]?.text === 'to' && ACHIEVED.has(tokens[i - 2]?.text ?? '')) {
+    return { word: text, effect: base, length: 1 };
+  }
   const effect = WORDS[text];
   if (effect === undefined) return null;
   // "complete the form" is an imperative verb, not the adjective "complete".
@@ -252,12 +302,47 @@ function matchEffect(
 
 const HEDGE_WINDOW = 5;
 
+// True when the hedge word at k does not, in context, hedge the effect word at i
+// ("once again" repeats an act, "I can confirm" asserts).
+function isFalseHedge(tokens: Token[], k: number, i: number): boolean {
+  const t = tokens[k]!.text;
+  const next = tokens[k + 1]?.text ?? '';
+  // "about to", "going to" look ahead; "about an hour ago", "going through the logs" do not.
+  if (t === 'about' || t === 'going') return next !== 'to';
+  if (t === 'once') return next === 'again' || next === 'more';
+  if (t === 'can' || t === 'could') return ASSERTING.has(next);
+  if (t.endsWith("'d")) return tokens.slice(k + 1, i).every((x) => HAD_ADVERBS.has(x.text));
+  return false;
+}
+
+function isImperative(tokens: Token[], i: number): boolean {
+  const first = tokens[0]?.text === 'please' ? 1 : 0;
+  const verb = tokens[first]?.text ?? '';
+  if (first >= i) return false;
+  return IMPERATIVES.has(verb) || (verb === 'make' && tokens[first + 1]?.text === 'sure');
+}
+
 function isHedged(tokens: Token[], i: number): boolean {
-  for (let k = Math.max(0, i - HEDGE_WINDOW); k < i; k++) {
-    if (isHedge(tokens[k]!.text)) return true;
+  // Scope over the whole clause before the word: a subordinate clause, or a doubted word of knowing.
+  if (isImperative(tokens, i)) return true;
+  let doubted = false;
+  for (let k = 0; k < i; k++) {
+    const t = tokens[k]!.text;
+    const before = tokens.slice(Math.max(0, k - 2), k).map((x) => x.text);
+    if (SUBORDINATORS.has(t) && !isFalseHedge(tokens, k, i)) return true;
+    if (REQUESTS.has(t) && !before.includes('as')) return true;
+    if (t === 'soon' && tokens[k + 1]?.text === 'as') return true;
+    if (DOUBT.has(t) || t.endsWith("n't")) doubted = true;
+    // "I can confirm" asserts even after an unrelated "no" ("with no errors I can confirm ...").
+    else if (doubted && EVIDENTIAL.has(t) && !['can', 'could'].includes(before[1] ?? '')) return true;
   }
-  // "to" right before a form like "complete" makes an infinitive: "to complete".
-  return tokens[i - 1]?.text === 'to';
+  for (let k = Math.max(0, i - HEDGE_WINDOW); k < i; k++) {
+    const t = tokens[k]!.text;
+    if ((isHedge(t) || t === 'about' || t === 'going') && !isFalseHedge(tokens, k, i)) return true;
+  }
+  // "to" right before a form like "complete" makes an infinitive ("to complete"), unless it is
+  // achieved ("able to complete").
+  return tokens[i - 1]?.text === 'to' && !ACHIEVED.has(tokens[i - 2]?.text ?? '');
 }
 
 function isAgentive(tokens: Token[], i: number, length: number, word: string, stem: string): boolean {
@@ -292,6 +377,7 @@ export function findClaims(sentence: string): EffectClaim[] {
           generic: hit.effect.generic === true,
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
           clause: sentence.slice(range.start, end).trim(),
+          idiom: hit.effect.idiom === true,
         });
       }
       i += hit.length - 1;

@@ -120,6 +120,25 @@ describe('guardAnswer: unverified_claim', () => {
       expect(guardAnswer('Migrated 8/10 records of the batch.', run).ok).toBe(true);
       expect(guardAnswer('9 of 10 records were migrated.', run).ok).toBe(false);
     });
+
+    it.each([
+      'Migrated 8 of the 10 records; rec-3 and rec-7 failed.',
+      'Eight of ten records migrated.',
+      'I migrated 8 records; 2 failed.',
+      'I migrated 8 records, but rec-3 and rec-7 did not pass the readback.',
+    ])('allows the passed count with the shortfall in the same sentence: %j', (answer) => {
+      expect(guardAnswer(answer, run)).toEqual({ ok: true, violations: [] });
+    });
+
+    it.each([
+      'I migrated 8 records.',
+      'I migrated all 8 records; 2 failed.',
+      'All records were migrated.',
+    ])('flags %j: a passed count that hides the shortfall, or a claim about every unit', (answer) => {
+      expect(guardAnswer(answer, run).violations).toMatchObject([
+        { kind: 'unverified_claim', status: 'partial' },
+      ]);
+    });
   });
 
   describe('no_op: state claims pass, act claims do not', () => {
@@ -143,6 +162,89 @@ describe('guardAnswer: unverified_claim', () => {
       const r = guardAnswer(answer, run);
       expect(r.violations).toMatchObject([{ kind: 'unverified_claim', claim, status: 'no_op' }]);
     });
+  });
+});
+
+describe('guardAnswer: hedges that reach across a long subject', () => {
+  it.each([
+    'pending',
+    'unknown',
+    'failed',
+  ] as const)('passes honest %s reports and flags the overclaims', (s) => {
+    const run = [helpdesk.sendEmail(s)];
+    for (const honest of [
+      'I could not confirm that the email was sent.',
+      "I'm not sure that the email to Ana was delivered.",
+      'I am waiting for confirmation that the email was delivered.',
+      "I'll let you know once the email to Ana is delivered.",
+      'You asked me to send the email to Ana; it is not confirmed yet.',
+    ]) {
+      expect(guardAnswer(honest, run), honest).toEqual({ ok: true, violations: [] });
+    }
+    for (const overclaim of [
+      'I can confirm that the email was sent.',
+      'I was able to send the email to Ana.',
+      'The email has gone out.',
+      'I took care of it.',
+      'About an hour ago I sent the email.',
+    ]) {
+      expect(guardAnswer(overclaim, run).ok, overclaim).toBe(false);
+    }
+  });
+
+  it('names the sentence and the completion when a long hedge-free claim is flagged', () => {
+    const r = guardAnswer('I checked, and I can confirm the email to Ana was delivered.', [
+      helpdesk.sendEmail('pending'),
+    ]);
+    expect(r.violations).toMatchObject([
+      {
+        kind: 'unverified_claim',
+        sentence: 'I checked, and I can confirm the email to Ana was delivered.',
+        claim: 'delivered',
+        operationId: 'op_1',
+      },
+    ]);
+  });
+
+  it('reads an idiom as a claim only when the clause names what it is about', () => {
+    const run = [helpdesk.sendEmail('pending')];
+    expect(guardAnswer('The power went out briefly, so the email is still queued.', run).ok).toBe(true);
+    expect(guardAnswer('The email went out this morning.', run).violations).toMatchObject([
+      { kind: 'unverified_claim', claim: 'went out', operationId: 'op_1' },
+    ]);
+  });
+});
+
+describe('guardAnswer: claims about another target of the same kind', () => {
+  const run = [helpdesk.refundOrder('verified')];
+
+  it.each([
+    'Order 43 was refunded.',
+    'I refunded order #43.',
+    'Refunded order 43 in full.',
+  ])('flags %j when only order 42 was refunded', (answer) => {
+    const r = guardAnswer(answer, run);
+    expect(r.violations).toMatchObject([{ kind: 'no_completion', claim: 'refunded', sentence: answer }]);
+    expect(r.violations[0]?.detail).toMatch(/"order #?43", which no action in this run touched/i);
+  });
+
+  it('flags an effect the run never had, named with another order ("cancelled order 7")', () => {
+    const r = guardAnswer('I refunded order 42 and cancelled order 7.', run);
+    expect(kinds(r.violations)).toEqual(['no_completion:cancelled']);
+  });
+
+  it('flags an email to an address no action wrote to', () => {
+    const r = guardAnswer('The email to bob@example.com was sent.', [helpdesk.sendEmail('verified')]);
+    expect(r.violations).toMatchObject([{ kind: 'no_completion', claim: 'sent' }]);
+  });
+
+  it.each([
+    'Order 42 was refunded.',
+    'Order 42 was refunded; order 43 was not touched.',
+    'I refunded the order 12 hours ago.',
+    'I refunded order 42 12 days after delivery.',
+  ])('passes %j', (answer) => {
+    expect(guardAnswer(answer, run)).toEqual({ ok: true, violations: [] });
   });
 });
 

@@ -88,6 +88,47 @@ describe('findClaims', () => {
     expect(words(sentence)).toEqual([]);
   });
 
+  // Scope that a window of a few words misses: a long subject between the hedge and the word.
+  it.each([
+    'I could not confirm that the email was sent.',
+    'I have not yet been able to confirm that the email was actually sent.',
+    "I'm not sure that the email to Ana was delivered.",
+    'I am waiting for confirmation that the email was delivered.',
+    'There is no confirmation yet that the email to Ana was delivered.',
+    'Nothing confirms that the email was delivered yet.',
+    "I'll let you know once the email to Ana is delivered.",
+    "I'll let you know as soon as the email is delivered.",
+    "I don't know if the email to Ana was delivered.",
+    'You asked me to make sure the proposal is delivered to Ana.',
+    'Please confirm the email was delivered.',
+    'Next step: verify the refund was issued.',
+  ])('sees no claim in %j (clause-wide scope)', (sentence) => {
+    expect(words(sentence)).toEqual([]);
+  });
+
+  it.each([
+    ['I can confirm the email was sent.', ['sent']],
+    ['I was able to send the email to Ana.', ['send']],
+    ['I managed to complete the migration.', ['complete']],
+    ["I'd already sent the email.", ['sent']],
+    ['About an hour ago I sent the email.', ['sent']],
+    ['As you asked I sent the email.', ['sent']],
+    ['Once again I sent the email.', ['sent']],
+    ['With no errors I can confirm the email was sent.', ['sent']],
+    ['The email has gone out.', ['gone out']],
+    ['I took care of it.', ['took care of']],
+    ['Email dispatched.', ['dispatched']],
+    ['All contacts were synced.', ['synced']],
+  ])('finds the claim in %j', (sentence, expected) => {
+    expect(words(sentence)).toEqual(expected);
+  });
+
+  it('still hedges "able to" when it is negated or in the future', () => {
+    expect(words("I wasn't able to send the email.")).toEqual([]);
+    expect(words('I will be able to send it tomorrow.')).toEqual([]);
+    expect(words('I was unable to send the email.')).toEqual([]);
+  });
+
   it('keeps an affirmative claim next to a hedge about something else', () => {
     expect(words('The email was sent but delivery is pending.')).toEqual(['sent']);
     expect(words('It is not urgent, the ticket is resolved.')).toEqual(['resolved']);
