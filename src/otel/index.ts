@@ -1,6 +1,8 @@
 /**
  * readback/otel: OpenTelemetry spans and metrics from the run record, following the GenAI semantic
- * conventions for `execute_tool`. Needs only `@opentelemetry/api` (an optional peer dependency).
+ * conventions for `execute_tool` (the `gen_ai.execute_tool.internal` span and the
+ * `gen_ai.execute_tool.duration` metric of open-telemetry/semantic-conventions-genai) and the general
+ * "Recording errors" rules. Needs only `@opentelemetry/api` (an optional peer dependency).
  */
 import {
   type Attributes,
@@ -22,6 +24,7 @@ export const OTEL_NAMES = {
   toolName: 'gen_ai.tool.name',
   toolCallId: 'gen_ai.tool.call.id',
   toolType: 'gen_ai.tool.type',
+  toolDescription: 'gen_ai.tool.description',
   toolArguments: 'gen_ai.tool.call.arguments',
   toolResult: 'gen_ai.tool.call.result',
   errorType: 'error.type',
@@ -32,9 +35,10 @@ export const OTEL_NAMES = {
   errorCode: 'readback.error.code',
   claimed: 'readback.claimed',
   verified: 'readback.verified',
+  toolDurationMetric: 'gen_ai.execute_tool.duration',
   completionsMetric: 'readback.completions',
   verificationDurationMetric: 'readback.verification.duration',
-  reportedSuccessMetric: 'readback.reported_success',
+  reportedSuccessMetric: 'readback.reported_successes',
 } as const;
 
 /** Options of `otelSink`. */
@@ -49,6 +53,8 @@ export interface OtelSinkOptions {
   recordArguments?: boolean;
   /** Record `gen_ai.tool.call.result`: the raw (redacted) execute result, i.e. what the tool claimed. */
   recordResults?: boolean;
+  /** The actions the runner serves: their descriptions fill `gen_ai.tool.description` (recommended). */
+  actions?: readonly { name: string; description: string }[];
 }
 
 /** A trace sink that turns each call's events into one `execute_tool {name}` span plus metrics. */
@@ -59,6 +65,8 @@ export interface OtelSink extends TraceSink {
 
 interface OpenCall {
   span: Span;
+  // The span's start as a performance.now() reading: the span is timed from it, and so is the duration metric.
+  startedAt: number;
   // False for the API's no-op span or a sampled-out one: attributes and events would be thrown away.
   recording: boolean;
   action: string;
@@ -118,16 +126,24 @@ class Tally {
       });
   }
 
-  completed(action: string, status: string, mode: string): void {
+  completed(action: string, status: string, mode: string, shadow: boolean): void {
     const byStatus = child(this.completionIndex, action, () => new Map<string, Map<string, Count>>());
     const byMode = child(byStatus, status, () => new Map<string, Count>());
-    let count = byMode.get(mode);
+    // A shadow completion is counted apart (its own key, built only for shadow calls): a shadow `verified`
+    // is an operator observation and must not add to the verified completions a dashboard reads as proof.
+    const key = shadow ? `${mode}\u0000shadow` : mode;
+    let count = byMode.get(key);
     if (!count) {
       count = {
-        attributes: { 'gen_ai.tool.name': action, 'readback.status': status, 'readback.mode': mode },
+        attributes: {
+          'gen_ai.tool.name': action,
+          'readback.status': status,
+          'readback.mode': mode,
+          'readback.shadow': shadow,
+        },
         value: 0,
       };
-      byMode.set(mode, count);
+      byMode.set(key, count);
       this.completions.push(count);
     }
     count.value++;
@@ -175,13 +191,20 @@ function child<K, V>(map: Map<K, V>, key: K, make: () => V): V {
   return value;
 }
 
-// Failed and partial calls did not do what was asked; unknown and pending are uncertainty, not errors.
+// Failed and partial calls did not do what was asked. Unknown and pending are not errors: the call returned
+// a completion, the effect may yet land (or already has), and an error thrown by execute that readback then
+// resolved is a handled error, which "Recording errors" says not to record on the span or its metrics.
 const ERROR_STATUSES = new Set(['failed', 'partial']);
+
+// The bucket boundaries the GenAI conventions give `gen_ai.execute_tool.duration` (seconds).
+const TOOL_DURATION_BUCKETS = [
+  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
 
 // A wrong tracer or meter would otherwise fail in the first run (and only as a sink warning), a wrong flag
 // would be read as truthy, and a non-string tool type would be exported as a number.
 function checkOptions(options: OtelSinkOptions): void {
-  const { tracer, meter, toolType } = options as Record<string, unknown>;
+  const { tracer, meter, toolType, actions } = options as Record<string, unknown>;
   if (tracer !== undefined && typeof (tracer as Partial<Tracer> | null)?.startSpan !== 'function') {
     throw new ReadbackError(
       'invalid_options',
@@ -202,6 +225,19 @@ function checkOptions(options: OtelSinkOptions): void {
   }
   if (toolType !== undefined && (typeof toolType !== 'string' || toolType === '')) {
     throw new ReadbackError('invalid_options', 'must be a non-empty string', 'otelSink(options).toolType');
+  }
+  if (
+    actions !== undefined &&
+    (!Array.isArray(actions) ||
+      !actions.every(
+        (a) => typeof a?.name === 'string' && a.name !== '' && typeof a.description === 'string',
+      ))
+  ) {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be an array of actions (each with a name and a description)',
+      'otelSink(options).actions',
+    );
   }
   for (const flag of ['recordArguments', 'recordResults'] as const) {
     if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
@@ -225,6 +261,14 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
   // Completions and claimed successes are observable counters fed from a per-meter tally (see `Tally`); the
   // latency histogram has to be recorded per call.
   const tally = tallyOf(meter);
+  const descriptions = new Map((options.actions ?? []).map((a) => [a.name, a.description] as const));
+  const toolDuration: Histogram = meter.createHistogram(OTEL_NAMES.toolDurationMetric, {
+    description: 'The duration of a single tool execution (the execute_tool span)',
+    unit: 's',
+    advice: { explicitBucketBoundaries: TOOL_DURATION_BUCKETS },
+  });
+  // The duration metric's attribute sets (action × error type, '' for none), one object each.
+  const durationAttributes = new Map<string, Map<string, Attributes>>();
   const verification: Histogram = meter.createHistogram(OTEL_NAMES.verificationDurationMetric, {
     description: 'Time from the end of execute to the readback decision',
     unit: 's',
@@ -248,10 +292,20 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     if (event.tenant !== undefined) attributes['readback.tenant'] = event.tenant;
     if (event.environment !== undefined) attributes['readback.environment'] = event.environment;
     if (event.toolsExposed) attributes['readback.tools_exposed'] = event.toolsExposed;
-    const span = tracer.startSpan(`execute_tool ${event.action}`, { kind: SpanKind.INTERNAL, attributes });
+    const description = descriptions.get(event.action);
+    if (description !== undefined) attributes[OTEL_NAMES.toolDescription] = description;
+    // Start, events and end are all given as performance.now() readings (a TimeInput the API accepts), so the
+    // span's duration is exactly the one `gen_ai.execute_tool.duration` records, as the conventions ask.
+    const startedAt = performance.now();
+    const span = tracer.startSpan(`execute_tool ${event.action}`, {
+      kind: SpanKind.INTERNAL,
+      attributes,
+      startTime: startedAt,
+    });
     // A span nobody records (no SDK, or sampled out) gets no attributes or events: metrics still count the call.
     open.set(event.callId, {
       span,
+      startedAt,
       recording: span.isRecording(),
       action: event.action,
       mode: event.mode,
@@ -259,9 +313,23 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     });
   }
 
+  // Ends the span and records its duration, with `error.type` when the call failed (the same value as the span).
+  function end(call: OpenCall, errorType: string | undefined): void {
+    const endedAt = performance.now();
+    call.span.end(endedAt);
+    const byError = child(durationAttributes, call.action, () => new Map<string, Attributes>());
+    const attributes = child(byError, errorType ?? '', () => {
+      const set: Attributes = { 'gen_ai.tool.name': call.action, 'gen_ai.tool.type': toolType };
+      if (errorType !== undefined) set[OTEL_NAMES.errorType] = errorType;
+      return set;
+    });
+    toolDuration.record((endedAt - call.startedAt) / 1000, attributes);
+  }
+
   function finish(call: OpenCall, event: CompletionEvent): void {
     const { span } = call;
     const failed = ERROR_STATUSES.has(event.status);
+    const errorType = failed ? (event.errorCode ?? event.status) : undefined;
     if (call.recording) {
       // The attributes gathered along the way, completed and set in one call (each setAttribute has a cost).
       const attributes = call.attributes;
@@ -274,15 +342,17 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
       attributes['readback.shadow'] = event.shadow !== undefined;
       if (event.errorCode) attributes[OTEL_NAMES.errorCode] = event.errorCode;
       if (options.recordResults && call.raw !== undefined) attributes[OTEL_NAMES.toolResult] = json(call.raw);
-      if (failed) attributes[OTEL_NAMES.errorType] = event.errorCode ?? event.status;
+      if (errorType !== undefined) attributes[OTEL_NAMES.errorType] = errorType;
       span.setAttributes(attributes);
     }
-    if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: event.errorCode ?? event.status });
-    span.end();
+    // No status description: it would only repeat `error.type`, which "Recording errors" advises against, and
+    // the completion's reason and message can quote observed values (caller data).
+    if (failed) span.setStatus({ code: SpanStatusCode.ERROR });
+    end(call, errorType);
 
     const { action, mode } = call;
     const status = event.status;
-    tally.completed(action, status, mode);
+    tally.completed(action, status, mode, event.shadow !== undefined);
     if (event.verificationMs !== undefined) {
       const byStatus = child(latencyAttributes, action, () => new Map<string, Attributes>());
       const attributes = child(byStatus, status, () => ({
@@ -313,8 +383,10 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
           call.attributes[OTEL_NAMES.errorType] = errorType;
           call.span.setAttributes(call.attributes);
         }
-        call.span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
-        call.span.end();
+        // A thrown call's description is its exception's message, as "Recording errors" asks; it passed the
+        // run record's redaction, and is what the run record itself keeps.
+        call.span.setStatus({ code: SpanStatusCode.ERROR, message: event.error.message });
+        end(call, errorType);
         return;
       }
       default:
@@ -349,7 +421,7 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
           'readback.duration_ms': event.durationMs,
         };
         if (event.normalized.code) fields[OTEL_NAMES.errorCode] = event.normalized.code;
-        span.addEvent('readback.execute', fields);
+        span.addEvent('readback.execute', fields, performance.now());
         return;
       }
       case 'observe': {
@@ -362,7 +434,11 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
         if (event.verdict) fields['readback.read.verdict'] = event.verdict;
         if (event.terminal) fields['readback.read.terminal'] = event.terminal;
         if (event.errorCode) fields[OTEL_NAMES.errorCode] = event.errorCode;
-        span.addEvent(event.phase === 'poll' ? 'readback.poll' : 'readback.observe', fields);
+        span.addEvent(
+          event.phase === 'poll' ? 'readback.poll' : 'readback.observe',
+          fields,
+          performance.now(),
+        );
         return;
       }
       default:
@@ -373,6 +449,15 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
   return { write, types: OTEL_EVENT_TYPES, openSpans: () => open.size };
 }
 
+// Tool arguments and results are structured values; spans cannot hold those in this API, so the conventions
+// ask for JSON text, and for a string that is already JSON to be read as the value it encodes. Any other string
+// is encoded as a JSON string, so the attribute always parses.
 function json(value: unknown): string {
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  if (typeof value !== 'string') return JSON.stringify(value);
+  try {
+    JSON.parse(value);
+    return value;
+  } catch {
+    return JSON.stringify(value);
+  }
 }

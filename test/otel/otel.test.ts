@@ -6,18 +6,21 @@ import {
   ATTR_GEN_AI_TOOL_CALL_ARGUMENTS,
   ATTR_GEN_AI_TOOL_CALL_ID,
   ATTR_GEN_AI_TOOL_CALL_RESULT,
+  ATTR_GEN_AI_TOOL_DESCRIPTION,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_TOOL_TYPE,
   GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
 } from '@opentelemetry/semantic-conventions/incubating';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callbackSink, createRunner, type TraceEvent } from '../../src/index.js';
+import { callbackSink, createRunner, defineAction, type TraceEvent } from '../../src/index.js';
 import { OTEL_NAMES, type OtelSinkOptions, otelSink } from '../../src/otel/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
 import { otelHarness } from './support.js';
 
 const ctx = { runId: 'run-7f2c', scope: { tenant: 'acme' } };
 let harness: ReturnType<typeof otelHarness>;
+// Only its actions' names and descriptions are read (for the `actions` option).
+const hd0 = createHelpdesk();
 afterEach(() => harness?.shutdown());
 
 function setup(options: Omit<OtelSinkOptions, 'tracer' | 'meter'> = {}, recordArguments = false) {
@@ -95,7 +98,36 @@ describe('readback/otel spans', () => {
       'readback.claimed': 'success',
       'readback.verified': false,
     });
-    expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'readback_mismatch' });
+    // Error status without a description: it would only repeat error.type ("Recording errors" advises against it).
+    expect(span.status).toEqual({ code: SpanStatusCode.ERROR });
+  });
+
+  it('a pending call is not an error: status unset, no error.type, readback.status says pending', async () => {
+    const { hd, runner, spans } = setup();
+    const pending = await runner.run(
+      hd.actions.sendEmail,
+      { to: 'ana@example.com', subject: 'Hi', body: 'x' },
+      { ...ctx, wait: false },
+    );
+    expect(pending.status).toBe('pending');
+    const span = spans()[0]!;
+    expect(span.attributes['readback.status']).toBe('pending');
+    expect(span.attributes).not.toHaveProperty(ATTR_ERROR_TYPE);
+    expect(span.status.code).toBe(SpanStatusCode.UNSET);
+    const durations = await harness.points(OTEL_NAMES.toolDurationMetric);
+    expect(durations.map((p) => p.attributes)).toEqual([
+      { [ATTR_GEN_AI_TOOL_NAME]: 'send_email', [ATTR_GEN_AI_TOOL_TYPE]: 'function' },
+    ]);
+  });
+
+  it('gen_ai.tool.description comes from the actions passed in, and only then', async () => {
+    const { hd, runner, spans } = setup({ actions: [hd0.actions.updateTicket] });
+    await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    await runner.run(hd.actions.sendEmail, { to: 'ana@example.com', subject: 'Hi', body: 'x' }, ctx);
+    const [ticket, mail] = spans();
+    expect(ticket?.attributes[ATTR_GEN_AI_TOOL_DESCRIPTION]).toBe('Set the status of a helpdesk ticket.');
+    expect(mail?.name).toBe('execute_tool send_email');
+    expect(mail?.attributes).not.toHaveProperty(ATTR_GEN_AI_TOOL_DESCRIPTION);
   });
 
   it('accepted work: one readback.poll span event per provider lookup', async () => {
@@ -130,15 +162,51 @@ describe('readback/otel spans', () => {
     });
   });
 
-  it('a call that throws still ends its span, with error.type', async () => {
-    const { hd, runner, sink, spans } = setup();
+  it('a call that throws still ends its span, with error.type and the exception message as description', async () => {
+    const { hd, runner, sink, spans, events } = setup();
     await runner.store.close();
     await expect(
       runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx),
     ).rejects.toThrow();
     expect(spans()[0]?.attributes[ATTR_ERROR_TYPE]).toBe('store_closed');
-    expect(spans()[0]?.status.code).toBe(SpanStatusCode.ERROR);
+    const thrown = events.find((e) => e.type === 'run.error');
+    const message = thrown?.type === 'run.error' ? thrown.error.message : undefined;
+    expect(message).toMatch(/\w/);
+    expect(message).not.toBe('store_closed');
+    expect(spans()[0]?.status).toEqual({ code: SpanStatusCode.ERROR, message });
     expect(sink.openSpans()).toBe(0);
+    const durations = await harness.points(OTEL_NAMES.toolDurationMetric);
+    expect(durations.map((p) => p.attributes[ATTR_ERROR_TYPE])).toEqual(['store_closed']);
+  });
+
+  it('arguments and results are always JSON text: JSON strings are read as JSON, other strings encoded', async () => {
+    harness = otelHarness();
+    const sink = otelSink({
+      tracer: harness.tracer,
+      meter: harness.meter,
+      recordArguments: true,
+      recordResults: true,
+    });
+    const runner = createRunner({ trace: { sinks: [sink], recordArguments: true } });
+    const notes = new Map<string, string>();
+    const addNote = defineAction({
+      name: 'add_note',
+      description: 'Adds a note; the tool answers in plain text',
+      input: { '~standard': { version: 1, vendor: 'test', validate: (value: unknown) => ({ value }) } },
+      target: (input: string) => `note:${input}`,
+      postcondition: 'The note exists.',
+      execute: (input: string) => {
+        notes.set(input, input);
+        return 'note saved';
+      },
+      observe: (input: string) => (notes.has(input) ? { text: notes.get(input) } : null),
+      expect: (input: string) => ({ text: input }),
+    });
+    const c = await runner.run(addNote, 'call the supplier', { runId: 'r' });
+    expect(c.status).toBe('verified');
+    const attrs = harness.exporter.getFinishedSpans()[0]!.attributes;
+    expect(JSON.parse(String(attrs[ATTR_GEN_AI_TOOL_CALL_ARGUMENTS]))).toBe('call the supplier');
+    expect(JSON.parse(String(attrs[ATTR_GEN_AI_TOOL_CALL_RESULT]))).toBe('note saved');
   });
 });
 
@@ -198,6 +266,61 @@ describe('readback/otel metrics', () => {
   });
 });
 
+describe('readback/otel gen_ai.execute_tool.duration', () => {
+  it('one point per call, in seconds with the advised buckets, error.type as on the span, the span duration', async () => {
+    const { hd, runner, spans } = setup({ toolType: 'extension' });
+    hd.tickets.seed([{ id: 'T-105', tenant: 'acme' }]);
+    await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    hd.tickets.faults.softFailNextWrite = true;
+    await runner.run(hd.actions.updateTicket, { id: 'T-105', status: 'resolved' }, ctx);
+
+    const metric = (await harness.allMetrics()).scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === 'gen_ai.execute_tool.duration');
+    expect(metric?.descriptor.unit).toBe('s');
+    expect(metric?.dataPointType).toBe(DataPointType.HISTOGRAM);
+    type Point = { count: number; sum: number; buckets: { boundaries: number[] } };
+    const points = (metric?.dataPoints ?? []).map((p) => ({
+      attributes: { ...p.attributes },
+      value: p.value as Point,
+    }));
+    expect(points.map((p) => p.attributes)).toEqual([
+      { [ATTR_GEN_AI_TOOL_NAME]: 'update_ticket', [ATTR_GEN_AI_TOOL_TYPE]: 'extension' },
+      {
+        [ATTR_GEN_AI_TOOL_NAME]: 'update_ticket',
+        [ATTR_GEN_AI_TOOL_TYPE]: 'extension',
+        [ATTR_ERROR_TYPE]: 'readback_mismatch',
+      },
+    ]);
+    expect(points[0]?.value.buckets.boundaries).toEqual([
+      0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    ]);
+    const [ok, failed] = spans();
+    expect(failed?.attributes[ATTR_ERROR_TYPE]).toBe('readback_mismatch');
+    // The value is the span's duration (the conventions: "SHOULD be the same as the span duration").
+    const seconds = (d: [number, number] | undefined) => (d ? d[0] + d[1] / 1e9 : Number.NaN);
+    expect(points[0]?.value.count).toBe(1);
+    expect(points[0]?.value.sum).toBeGreaterThan(0);
+    expect(points[0]?.value.sum).toBeCloseTo(seconds(ok?.duration), 6);
+    expect(points[1]?.value.sum).toBeCloseTo(seconds(failed?.duration), 6);
+  });
+
+  it('metric names, instruments and units follow the naming guidelines', async () => {
+    const { hd, runner } = setup();
+    await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    const metrics = (await harness.allMetrics()).scopeMetrics.flatMap((s) => s.metrics);
+    expect(
+      metrics.map((m) => [m.descriptor.name, DataPointType[m.dataPointType], m.descriptor.unit]).sort(),
+    ).toEqual([
+      ['gen_ai.execute_tool.duration', 'HISTOGRAM', 's'],
+      ['readback.completions', 'SUM', '{call}'],
+      // A counter of countable things is named in the plural.
+      ['readback.reported_successes', 'SUM', '{call}'],
+      ['readback.verification.duration', 'HISTOGRAM', 's'],
+    ]);
+  });
+});
+
 describe('readback/otel metrics shared by sinks', () => {
   it('two runners with their own sinks on one meter add up, and the counts keep adding across collections', async () => {
     harness = otelHarness();
@@ -247,6 +370,8 @@ describe('readback/otel options', () => {
     [{ toolType: '' }, 'otelSink(options).toolType'],
     [{ recordArguments: 'yes' }, 'otelSink(options).recordArguments'],
     [{ recordResults: 1 }, 'otelSink(options).recordResults'],
+    [{ actions: {} }, 'otelSink(options).actions'],
+    [{ actions: [{ name: 'x' }] }, 'otelSink(options).actions'],
   ])('otelSink(%o) is refused, naming %s', (options, field) => {
     expect(() => otelSink(options as never)).toThrow(
       expect.objectContaining({ code: 'invalid_options', field }),
