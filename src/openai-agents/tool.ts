@@ -205,6 +205,8 @@ export function agentTool<I, O>(
       // The runner throws only on misuse: surface it to the developer, never to the model.
       if (typeof error === 'object' && error !== null && fromRunner.has(error)) throw error;
       if (typeof error === 'object' && error !== null && fromLiveTool.has(error)) return LIVE_TOOL_ERROR_TEXT;
+      // The SDK's own argument errors are objects: a thrown string or undefined came from the live tool, which ran.
+      if (shadowed && (typeof error !== 'object' || error === null)) return LIVE_TOOL_ERROR_TEXT;
       return notExecutedText(error);
     },
     customDataExtractor: ({ runContext, toolCall }: { runContext: object; toolCall: { callId: string } }) => {

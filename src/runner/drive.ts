@@ -112,7 +112,7 @@ export class Drive extends RecordWriter {
   async advance(follow: FollowMode): Promise<Completion> {
     switch (this.record.lifecycle) {
       case 'requested':
-        return this.start();
+        return this.resumedShadow() ? this.shadowNotExecuted() : this.start();
       case 'executing':
         return this.resolveInDoubt();
       case 'accepted':
@@ -122,6 +122,21 @@ export class Drive extends RecordWriter {
       default:
         return this.current();
     }
+  }
+
+  /** A shadow record driven again (a poll), not by the agent's own call: readback must never run its tool. */
+  private resumedShadow(): boolean {
+    return this.shadow !== undefined && this.run.shadow === undefined;
+  }
+
+  // The agent's call ended without the live tool running (aborted, say) and was told so: running it now, with
+  // nobody waiting, would be readback acting on its own. The record says what happened instead.
+  private shadowNotExecuted(): Promise<Completion> {
+    return this.stayRequested({
+      status: 'failed',
+      errorCode: 'not_executed',
+      reason: 'a shadow call runs its live tool only within the agent’s own call; nothing was executed',
+    });
   }
 
   private judgeBaseline(observed: unknown): Promise<Completion> | undefined {

@@ -126,14 +126,20 @@ export function isShadowRecord(record: OperationRecord): boolean {
 /**
  * A body that says it failed (`ok: false`, `success: false`, `isError`, an `error`, an HTTP error status)
  * claims failure; anything else a non-throwing tool returns claims success. A throwing classifier means success,
- * so a broken classifier can only make readback find more disagreements, never hide one.
+ * so a broken classifier can only make readback find more disagreements, never hide one. It never throws:
+ * in shadow mode a throw here would replace the live tool's result with readback's error.
  */
 export function classifyClaim(raw: unknown, custom?: ClaimClassifier): 'success' | 'failure' {
   try {
     if (custom) return custom(raw) === 'failure' ? 'failure' : 'success';
+    return defaultClaim(raw);
   } catch {
+    // A body whose fields cannot even be read (a strict proxy, a throwing getter) claims nothing against success.
     return 'success';
   }
+}
+
+function defaultClaim(raw: unknown): 'success' | 'failure' {
   if (typeof raw !== 'object' || raw === null) return 'success';
   const r = raw as Record<string, unknown>;
   if (r.ok === false || r.success === false || r.isError === true) return 'failure';

@@ -1,7 +1,7 @@
 import { Agent, Runner, tool } from '@openai/agents';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner } from '../../src/index.js';
+import { createRunner, defineAction } from '../../src/index.js';
 import { type AgentTool, agentTool, completionsOf } from '../../src/openai-agents/index.js';
 import { createHelpdesk, type FakeTicketSystem } from '../../src/testing/index.js';
 import { scriptedModel, shownOnSecondCall } from './support.js';
@@ -68,5 +68,35 @@ describe('readback/openai-agents in shadow mode (Agent + Runner + ScriptedModel)
     expect(shadowed.shown).toEqual(live.shown);
     const [record] = await runner.store.list({ action: 'update_ticket' });
     expect(record?.completion?.shadow).toMatchObject({ claimed: 'error', agrees: false });
+  });
+});
+
+describe('readback/openai-agents shadow: a live tool that throws a non-Error value', () => {
+  it('is shown as the SDK shows it, never as "not executed" (the tool did run)', async () => {
+    const { runner } = setup();
+    let calls = 0;
+    const throwing = defineAction({
+      ...createHelpdesk().actions.updateTicket,
+      async execute() {
+        calls++;
+        throw 'gateway said no';
+      },
+    });
+    const plain = tool({
+      name: 'update_ticket',
+      description: 'Set the status of a helpdesk ticket.',
+      parameters: z.object({ id: z.string(), status: z.string() }),
+      execute: () => {
+        throw 'gateway said no';
+      },
+    }) as unknown as AgentTool;
+    const input = { id: 'T-104', status: 'closed' };
+    const live = await shownBy([plain], input);
+    const shadowed = await shownBy([agentTool(runner, throwing, { scope })], input);
+    expect(calls).toBe(1);
+    expect(shadowed.shown).toEqual(live.shown);
+    expect(JSON.stringify(shadowed.shown)).not.toMatch(/not executed/);
+    const [record] = await runner.store.list({ action: 'update_ticket' });
+    expect(record?.completion?.shadow).toMatchObject({ claimed: 'error' });
   });
 });

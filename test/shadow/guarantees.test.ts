@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineAction } from '../../src/contract/define.js';
+import { OTEL_NAMES, otelSink } from '../../src/otel/index.js';
+import { createRunner } from '../../src/runner/runner.js';
+import { otelHarness } from '../otel/support.js';
+import { ctx, setup } from './support.js';
+
+/** A shadow action over one in-memory flag; `execute` is the live tool under test. */
+function flagAction(execute: () => unknown, extra: Record<string, unknown> = {}) {
+  const state = { done: false };
+  const action = defineAction({
+    name: 'set_flag',
+    description: 'Set the flag.',
+    postcondition: 'The flag is set.',
+    input: z.object({}),
+    target: () => 'flag',
+    execute: async () => {
+      state.done = true;
+      return execute();
+    },
+    observe: async () => ({ done: state.done }),
+    expect: () => ({ done: true }),
+    shadow: true,
+    ...extra,
+  });
+  return { action, state };
+}
+
+describe('shadow mode: the tool’s result is handed back whatever readback makes of it', () => {
+  it('a result whose fields throw when read (a strict SDK proxy) is returned as is, not replaced by an error', async () => {
+    const strict = new Proxy(
+      {},
+      {
+        get(_target, key) {
+          // `then` and symbols are read by `await` and by readback's marker check: a strict SDK object lacks them.
+          if (typeof key === 'symbol' || key === 'then') return undefined;
+          throw new Error(`unknown property ${String(key)}`);
+        },
+      },
+    );
+    const { action } = flagAction(() => strict);
+    const runner = createRunner();
+    const out = await runner.shadow(action, {}, ctx);
+    expect(out.executed).toBe(true);
+    expect(out.result).toBe(strict);
+    // Its claim cannot be read, so it counts as success and is still judged against the read-back.
+    expect(out.completion.shadow).toEqual({ claimed: 'success', status: 'verified', agrees: true });
+    const record = await runner.store.get(out.completion.operationId);
+    expect(record?.completion?.shadow).toEqual({ claimed: 'success', status: 'verified', agrees: true });
+  });
+
+  it('a result with a throwing `ok` getter is returned as the same object', async () => {
+    const body = {
+      get ok(): boolean {
+        throw new Error('lazy field failed');
+      },
+    };
+    const { action } = flagAction(() => body);
+    const out = await createRunner().shadow(action, {}, ctx);
+    expect(out.result).toBe(body);
+  });
+});
+
+describe('shadow mode: the verdict recorded', () => {
+  it('a tool that said it failed while its effect landed disagrees, in the completion and the record', async () => {
+    const body = { ok: false, error: 'upstream timeout' };
+    const { action, state } = flagAction(() => body);
+    const runner = createRunner();
+    const out = await runner.shadow(action, {}, ctx);
+    expect(out.result).toBe(body);
+    expect(state.done).toBe(true);
+    expect(out.completion.shadow).toEqual({ claimed: 'failure', status: 'verified', agrees: false });
+    const record = await runner.store.get(out.completion.operationId);
+    expect(record?.completion?.shadow).toEqual({ claimed: 'failure', status: 'verified', agrees: false });
+  });
+});
+
+describe('shadow mode: readback never runs the live tool on its own', () => {
+  it('a call stopped before its tool ran is not executed by a later poll or reconcile', async () => {
+    const controller = new AbortController();
+    let runs = 0;
+    const { action, state } = flagAction(
+      () => {
+        runs++;
+        return { ok: true };
+      },
+      {
+        // The agent's call is aborted while readback reads the baseline, after the record is reserved.
+        before: async () => {
+          controller.abort();
+          return { done: false };
+        },
+      },
+    );
+    const runner = createRunner({ actions: [action] });
+    const out = await runner.shadow(action, {}, { ...ctx, signal: controller.signal });
+    expect(out.executed).toBe(false);
+    expect(out.completion).toMatchObject({ status: 'failed', errorCode: 'aborted' });
+
+    const polled = await runner.poll(out.completion.operationId);
+    await runner.reconcile({ once: true });
+    expect(runs).toBe(0);
+    expect(state.done).toBe(false);
+    expect(polled).toMatchObject({ status: 'failed', errorCode: 'not_executed' });
+    expect(polled.shadow).toEqual({ claimed: 'none', status: 'failed', agrees: null });
+    const record = await runner.store.get(out.completion.operationId);
+    expect(record?.attempt).toBe(0);
+    expect(record?.completion?.errorCode).toBe('not_executed');
+  });
+});
+
+describe('shadow mode in OpenTelemetry metrics', () => {
+  let harness: ReturnType<typeof otelHarness> | undefined;
+  afterEach(() => harness?.shutdown());
+
+  it('readback.completions counts a shadow `verified` apart from a real one, marked readback.shadow', async () => {
+    harness = otelHarness();
+    const sink = otelSink({ tracer: harness.tracer, meter: harness.meter });
+    const shadowed = setup({ shadow: true, trace: { sinks: [sink] } });
+    await shadowed.runner.shadow(shadowed.hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    const live = setup({ trace: { sinks: [sink] } });
+    await live.runner.run(live.hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+
+    const verified = (await harness.points(OTEL_NAMES.completionsMetric)).filter(
+      (p) => p.attributes['readback.status'] === 'verified',
+    );
+    expect(verified.map((p) => [p.attributes['readback.shadow'], p.value]).sort()).toEqual([
+      [false, 1],
+      [true, 1],
+    ]);
+  });
+});
