@@ -1,6 +1,7 @@
 import { STATUSES, type Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { resolveByOperator } from '../runner/operator.js';
+import { isShadowRecord } from '../runner/shadow.js';
 import type { OperationEvent, OperationRecord, OperationStore } from '../store/types.js';
 import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
 import {
@@ -30,7 +31,8 @@ const LIST_COLUMNS: readonly Column[] = [
   { header: 'action', min: 8, max: 24 },
   { header: 'target', min: 8, grow: true },
   { header: 'lifecycle', min: 9, max: 17 },
-  { header: 'status', min: 7, max: 8 },
+  // Wide enough for "verified (shadow)".
+  { header: 'status', min: 7, max: 17 },
   { header: 'attempt', min: 7, max: 7 },
   { header: 'updated', min: 20, max: 20 },
   { header: 'next poll', min: 20, max: 20 },
@@ -120,7 +122,8 @@ async function list(
     r.action,
     r.target,
     r.lifecycle,
-    r.status ?? '-',
+    // A shadow record's status is an operator signal about a live tool, never proof: say so where it is listed.
+    isShadowRecord(r) ? `${r.status ?? '-'} (shadow)` : (r.status ?? '-'),
     String(r.attempt),
     shortTime(r.updatedAt),
     shortTime(r.nextPollAt),

@@ -83,6 +83,21 @@ describe('readback ops list --shadow (SQLite)', () => {
     expect(stdout).toContain('2 shadow disagreements (operator signals, not proof)');
   });
 
+  it('plain ops list marks every shadow record as shadow, and no normal one', async () => {
+    const { code, stdout } = await runCli(['ops', 'list', '--store', db]);
+    expect(code).toBe(0);
+    const statusOf = (id: string) =>
+      stdout
+        .split('\n')
+        .find((line) => line.includes(id))
+        ?.split('│')
+        .map((cell) => cell.trim())[5];
+    expect(statusOf(expected.softFail)).toBe('failed (shadow)');
+    expect(statusOf(expected.landedAfterThrow)).toBe('verified (shadow)');
+    for (const id of agreeing) expect(statusOf(id)).toMatch(/ \(shadow\)$/);
+    expect(statusOf(normalFailure)).toBe('failed');
+  });
+
   it('--json prints the disagreeing records with their verdicts', async () => {
     const { code, stdout } = await runCli(['ops', 'list', '--store', db, '--shadow', '--json']);
     expect(code).toBe(0);
