@@ -282,12 +282,13 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     const attributes: Attributes = {
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': event.action,
-      'gen_ai.tool.call.id': event.callId,
       'gen_ai.tool.type': toolType,
       'readback.mode': event.mode,
       'readback.run.id': event.runId,
       'readback.entry': event.entry,
     };
+    // Only the model's own id (`ctx.toolCallId`): an id readback generated would pass for one it never sent.
+    if (event.toolCallId !== undefined) attributes[OTEL_NAMES.toolCallId] = event.toolCallId;
     if (event.turn !== undefined) attributes['readback.turn'] = event.turn;
     if (event.tenant !== undefined) attributes['readback.tenant'] = event.tenant;
     if (event.environment !== undefined) attributes['readback.environment'] = event.environment;

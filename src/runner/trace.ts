@@ -117,6 +117,8 @@ export class RunTrace {
     e.entry = facts.entry;
     if (facts.turn !== undefined) e.turn = facts.turn;
     for (const key of CALLER_FACTS) if (facts[key] !== undefined) e[key] = this.scrub(key, facts[key]);
+    // Whether the call id is the model's or one readback made up: only the model's is a tool call id to report.
+    if (facts.toolCallId !== undefined) e.toolCallId = this.callId;
     e.mode = mode;
     this.send(e);
   }

@@ -54,6 +54,8 @@ export interface RunStartedEvent extends TraceEventBase {
   scope?: Record<string, string>;
   /** The names of the tools the model could choose from in this turn. */
   toolsExposed?: string[];
+  /** The model's tool call id, when the caller gave one (`callId` is then the same); absent when generated. */
+  toolCallId?: string;
 }
 
 /** The tool the model selected and its arguments after validation: hashed, raw only when opted in. */

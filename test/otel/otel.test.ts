@@ -66,6 +66,10 @@ describe('readback/otel spans', () => {
     });
     expect(span.attributes).not.toHaveProperty(ATTR_ERROR_TYPE);
     expect(span.attributes).not.toHaveProperty('readback.error.code');
+    // A call without the model's tool call id reports none, rather than the id readback generated for it.
+    await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    expect(spans()).toHaveLength(2);
+    expect(spans()[1]!.attributes).not.toHaveProperty(ATTR_GEN_AI_TOOL_CALL_ID);
     expect(span.attributes).not.toHaveProperty(ATTR_GEN_AI_TOOL_CALL_ARGUMENTS);
     expect(span.attributes).not.toHaveProperty(ATTR_GEN_AI_TOOL_CALL_RESULT);
     expect(span.status.code).toBe(SpanStatusCode.UNSET);

@@ -13,6 +13,14 @@ import { createHelpdesk } from '../../src/testing/index.js';
 import { ctx, ofType, sha256OfCanonical, tracedSetup } from './support.js';
 
 describe('the run record', () => {
+  it('run.started names a tool call id only when the caller gave one, not the one readback generated', async () => {
+    const { hd, runner, events } = tracedSetup();
+    await runner.run(hd.actions.updateTicket, { id: 'T-104', status: 'resolved' }, ctx);
+    expect(events[0]?.type).toBe('run.started');
+    expect(events[0]?.callId).toMatch(/^call_/);
+    expect(events[0]).not.toHaveProperty('toolCallId');
+  });
+
   it('a verified run records every step, in order, with the format version and one call id', async () => {
     const { hd, runner, events } = tracedSetup();
     const c = await runner.run(
@@ -59,6 +67,7 @@ describe('the run record', () => {
       actor: 'agent-1',
       environment: 'staging',
       toolsExposed: ['update_ticket', 'send_email'],
+      toolCallId: 'call_abc',
       mode: 'committed',
     });
     // Everything from the reservation on names the operation the completion reports.
