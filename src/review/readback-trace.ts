@@ -69,7 +69,9 @@ function completed(call: IncidentCall, e: CompletionEvent, at: Location): void {
     ...(e.evidence !== undefined ? { observed: e.evidence } : {}),
     at,
   };
-  if (call.result !== undefined) call.result.claimed = e.status;
+  // What the agent was handed: readback's status, or in shadow mode the live tool's own claim (its result went
+  // to the agent unchanged, and readback's status only to operators).
+  if (call.result !== undefined) call.result.claimed = e.shadow ? e.shadow.claimed : e.status;
 }
 
 function problem(e: Rec): InputIssue | undefined {

@@ -87,3 +87,41 @@ describe('readback review on a readback trace', () => {
     expect(r.code).toBe(0);
   });
 });
+
+describe('readback review on a shadow trace', () => {
+  it('judges the claim of the live tool, which the agent got, against what readback found', async () => {
+    const shadowDir = mkdtempSync(join(tmpdir(), 'readback-review-shadow-'));
+    try {
+      const path = join(shadowDir, 'shadow.jsonl');
+      const sink = jsonlSink(path);
+      const desk = createHelpdesk();
+      desk.tickets.seed([{ id: 'T-9', tenant: 'acme' }]);
+      const runner = createRunner({
+        clock: desk.clock,
+        random: () => 0.5,
+        shadow: true,
+        trace: { sinks: [sink] },
+      });
+      // The live tool says ok, but its write never landed: readback finds it failed; the agent only saw "ok".
+      desk.tickets.faults.softFailNextWrite = true;
+      const out = await runner.shadow(
+        desk.actions.updateTicket,
+        { id: 'T-9', status: 'resolved' },
+        { runId: 'r-shadow', scope: { tenant: 'acme' }, actor: 'agent' },
+      );
+      expect(out.completion.shadow).toMatchObject({ claimed: 'success', status: 'failed', agrees: false });
+      await sink.close();
+      const r = await runCli(['review', path, '--json']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(3);
+      const json = JSON.parse(r.stdout);
+      expect(json.first).toMatchObject({
+        class: 'readback_mismatch',
+        where: 'tool_result',
+        action: 'update_ticket',
+      });
+    } finally {
+      rmSync(shadowDir, { recursive: true, force: true });
+    }
+  });
+});
