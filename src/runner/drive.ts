@@ -208,10 +208,10 @@ export class Drive extends RecordWriter {
             action.execute(this.record.input, this.stepContext(signal)),
           ));
       trace?.executeReturned(this.record, started, raw);
-      this.shadow?.returned(raw);
+      this.shadow?.returned(raw, this.record);
     } catch (error) {
       trace?.executeThrew(this.record, started, error);
-      this.shadow?.threw(error);
+      this.shadow?.threw(error, this.record);
       if (action.mode === 'optimistic') {
         this.pendingDetail = { error: describeError(error), ...this.shadowClaim() };
         return this.finish(

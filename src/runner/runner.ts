@@ -169,7 +169,27 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       );
     }
     const state = new ShadowState('none', options.trace?.claimOf);
-    return start(action, rawInput, ctx, state).then((completion) => state.settle(completion));
+    return start(action, rawInput, ctx, state).then(
+      (completion) => state.settle(completion),
+      (error: unknown) => {
+        // Readback failed after the live tool ran (its store closed, say): the agent still gets what the tool
+        // produced, as it would without readback, and the operator an unknown outcome naming the failure.
+        const at = state.ranUnder;
+        if (at === undefined) throw error;
+        const outcome: Outcome = {
+          target: at.target,
+          operationId: at.id,
+          idempotencyKey: at.idempotencyKey,
+          attempt: at.attempt,
+          nothingExecuted: false,
+          status: 'unknown',
+          errorCode: 'store_unavailable',
+          reason: `readback could not finish the record: ${describeError(error)}`,
+          next: 'ask_user',
+        };
+        return state.settle(toCompletion(outcome, action as AnyAction));
+      },
+    );
   }
 
   function start<I, O>(

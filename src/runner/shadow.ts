@@ -56,6 +56,8 @@ export function asShadow(completion: Completion, claimed: ShadowClaim): Completi
 export class ShadowState {
   claimed: ShadowClaim;
   private outcome: { kind: 'returned'; value: unknown } | { kind: 'threw'; error: unknown } | undefined;
+  /** The operation the live tool ran under, once it ran. */
+  ranUnder: Pick<OperationRecord, 'id' | 'target' | 'idempotencyKey' | 'attempt'> | undefined;
 
   constructor(
     claimed: ShadowClaim = 'none',
@@ -70,8 +72,9 @@ export class ShadowState {
   }
 
   /** Keeps the tool's result exactly as returned and classifies its claim. */
-  returned(raw: unknown): void {
+  returned(raw: unknown, record?: OperationRecord): void {
     this.outcome = { kind: 'returned', value: raw };
+    if (record) this.ranUnder = record;
     this.claimed = isRejected(raw)
       ? 'rejected'
       : isAccepted(raw)
@@ -80,8 +83,9 @@ export class ShadowState {
   }
 
   /** Keeps the tool's error exactly as thrown, to re-throw it to the caller once the record is written. */
-  threw(error: unknown): void {
+  threw(error: unknown, record?: OperationRecord): void {
     this.outcome = { kind: 'threw', error };
+    if (record) this.ranUnder = record;
     this.claimed = 'error';
   }
 

@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAction } from '../../src/contract/define.js';
+import { ReadbackError } from '../../src/errors.js';
 import { OTEL_NAMES, otelSink } from '../../src/otel/index.js';
 import { createRunner } from '../../src/runner/runner.js';
+import { memoryStore } from '../../src/store/memory.js';
 import { otelHarness } from '../otel/support.js';
 import { ctx, setup } from './support.js';
 
@@ -129,5 +131,53 @@ describe('shadow mode in OpenTelemetry metrics', () => {
       [false, 1],
       [true, 1],
     ]);
+  });
+});
+
+describe('shadow mode: readback failing after the live tool ran', () => {
+  // A store that is closed under the call once the tool has run: the settle is refused as misuse.
+  function closingStore() {
+    const store = memoryStore();
+    let transitions = 0;
+    return {
+      ...store,
+      transition: ((...args: Parameters<typeof store.transition>) => {
+        transitions++;
+        if (transitions >= 2) return Promise.reject(new ReadbackError('store_closed', 'the store is closed'));
+        return store.transition(...args);
+      }) as typeof store.transition,
+    };
+  }
+
+  it('still hands the agent the tool’s own result, with an unknown completion for operators', async () => {
+    const result = { ok: true, id: 'r-1' };
+    const { action, state } = flagAction(() => result);
+    const runner = createRunner({ store: closingStore() });
+    const out = await runner.shadow(action, {}, ctx);
+    expect(state.done).toBe(true);
+    expect(out.executed).toBe(true);
+    expect(out.result).toBe(result);
+    expect(out.completion).toMatchObject({ status: 'unknown', errorCode: 'store_unavailable' });
+    expect(out.completion.reason).toContain('the store is closed');
+    expect(out.completion.shadow).toMatchObject({ claimed: 'success', agrees: null });
+  });
+
+  it('re-throws the tool’s own error, not readback’s', async () => {
+    const thrown = new Error('live tool failed');
+    const { action } = flagAction(() => {
+      throw thrown;
+    });
+    const runner = createRunner({ store: closingStore() });
+    await expect(runner.shadow(action, {}, ctx)).rejects.toBe(thrown);
+  });
+
+  it('surfaces readback’s error when the tool never ran', async () => {
+    const { action, state } = flagAction(() => ({ ok: true }));
+    const store = memoryStore();
+    const runner = createRunner({
+      store: { ...store, reserve: () => Promise.reject(new ReadbackError('store_closed', 'closed')) },
+    });
+    await expect(runner.shadow(action, {}, ctx)).rejects.toMatchObject({ code: 'store_closed' });
+    expect(state.done).toBe(false);
   });
 });
