@@ -24,6 +24,23 @@ export class ReadbackError extends Error {
   }
 }
 
+/** Throws `invalid_options` (or `code`) naming `field` unless `value` is absent or a boolean. */
+export function optionalBoolean(
+  value: unknown,
+  field: string,
+  code: 'invalid_options' | 'invalid_context' = 'invalid_options',
+): void {
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new ReadbackError(code, 'must be true or false', field);
+}
+
+/** Throws `invalid_options` naming `field` unless `value` is absent or a function. */
+export function optionalFunction(value: unknown, field: string): void {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new ReadbackError('invalid_options', 'must be a function', field);
+  }
+}
+
 /** Thrown by an `observe` read to say the verifier was refused access (reported as `verification_denied`). */
 export class VerificationDenied extends Error {
   override readonly name = 'VerificationDenied';

@@ -15,7 +15,7 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import { ReadbackError } from '../errors.js';
+import { optionalBoolean, ReadbackError } from '../errors.js';
 import type { CompletionEvent, TraceEvent, TraceEventType, TraceSink } from '../trace/events.js';
 
 /** Span attribute and metric names this adapter writes, for dashboards and tests. */
@@ -239,11 +239,8 @@ function checkOptions(options: OtelSinkOptions): void {
       'otelSink(options).actions',
     );
   }
-  for (const flag of ['recordArguments', 'recordResults'] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
-      throw new ReadbackError('invalid_options', 'must be true or false', `otelSink(options).${flag}`);
-    }
-  }
+  optionalBoolean(options.recordArguments, 'otelSink(options).recordArguments');
+  optionalBoolean(options.recordResults, 'otelSink(options).recordResults');
 }
 
 /**

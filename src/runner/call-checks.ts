@@ -1,6 +1,6 @@
 import { canonicalJson, fingerprintOf, hashText, intentFingerprint, UnusableValue } from '../canonical.js';
 import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
-import { ReadbackError } from '../errors.js';
+import { optionalBoolean, ReadbackError } from '../errors.js';
 import { toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
 
@@ -55,9 +55,7 @@ export function checkContext(ctx: RunContext): void {
     throw new ReadbackError('invalid_context', 'must be a non-empty string', 'ctx.idempotencyKey');
   }
   checkSignal(ctx.signal, 'ctx.signal', 'invalid_context');
-  if (ctx.wait !== undefined && typeof ctx.wait !== 'boolean') {
-    throw new ReadbackError('invalid_context', 'must be true or false', 'ctx.wait');
-  }
+  optionalBoolean(ctx.wait, 'ctx.wait', 'invalid_context');
   // The run options recorded with the call (the actor on the record's events, the rest in the trace); read
   // one by one, not in a loop over names: this runs on every call.
   const facts = ctx as RunContext &

@@ -1,5 +1,5 @@
 import { unknownField } from '../contract/fields.js';
-import { ReadbackError } from '../errors.js';
+import { optionalBoolean, optionalFunction, ReadbackError } from '../errors.js';
 import type { OperationStore } from '../store/types.js';
 import { checkSignal } from './call-checks.js';
 import type { PollOptions, RunnerOptions } from './runner.js';
@@ -8,7 +8,18 @@ import type { TraceOptions } from './tracer.js';
 // The checks of the runner's own option objects, made when they are given: a bad value found later would
 // surface in the middle of a run, or not at all.
 
-const RUNNER_OPTIONS = ['store', 'clock', 'actions', 'retryBudget', 'random', 'newId', 'trace', 'shadow'];
+// A record typed by RunnerOptions, so an option added there and not here fails to build.
+const RUNNER_OPTION_SET: Record<keyof RunnerOptions, true> = {
+  store: true,
+  clock: true,
+  actions: true,
+  retryBudget: true,
+  random: true,
+  newId: true,
+  trace: true,
+  shadow: true,
+};
+const RUNNER_OPTIONS = Object.keys(RUNNER_OPTION_SET);
 // The methods every store needs; `renewLease` is optional.
 const STORE_METHODS = [
   'reserve',
@@ -54,11 +65,9 @@ export function checkRunnerOptions(options: RunnerOptions): void {
       throw new ReadbackError('invalid_options', 'must be a function when given', 'clock.deadline');
     }
   }
-  for (const fn of ['random', 'newId'] as const) {
-    if (options[fn] !== undefined && typeof options[fn] !== 'function') {
-      throw new ReadbackError('invalid_options', 'must be a function', fn);
-    }
-  }
+  optionalFunction(options.random, 'random');
+  optionalFunction(options.newId, 'newId');
+  optionalBoolean(options.shadow, 'shadow');
   if (actions !== undefined && !Array.isArray(actions)) {
     throw new ReadbackError(
       'invalid_options',
@@ -74,9 +83,7 @@ export function checkPollOptions(options: PollOptions): void {
     throw new ReadbackError('invalid_options', 'expected an options object', 'options');
   }
   checkSignal(options.signal, 'options.signal');
-  if (options.wait !== undefined && typeof options.wait !== 'boolean') {
-    throw new ReadbackError('invalid_options', 'must be true or false', 'options.wait');
-  }
+  optionalBoolean(options.wait, 'options.wait');
   if (options.actor !== undefined && typeof options.actor !== 'string') {
     throw new ReadbackError('invalid_options', 'must be a string', 'options.actor');
   }
@@ -98,14 +105,8 @@ export function checkTraceOptions(options: TraceOptions): void {
       );
     }
   });
-  for (const fn of ['claimOf', 'onSinkError'] as const) {
-    if (options[fn] !== undefined && typeof options[fn] !== 'function') {
-      throw new ReadbackError('invalid_options', 'must be a function', `trace.${fn}`);
-    }
-  }
-  for (const flag of ['recordArguments', 'recordResults'] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
-      throw new ReadbackError('invalid_options', 'must be true or false', `trace.${flag}`);
-    }
-  }
+  optionalFunction(options.claimOf, 'trace.claimOf');
+  optionalFunction(options.onSinkError, 'trace.onSinkError');
+  optionalBoolean(options.recordArguments, 'trace.recordArguments');
+  optionalBoolean(options.recordResults, 'trace.recordResults');
 }

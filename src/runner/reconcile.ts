@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Clock, MAX_TIMER_MS } from '../clock.js';
 import type { AnyAction, Completion, Status } from '../contract/types.js';
-import { ReadbackError } from '../errors.js';
+import { optionalBoolean, optionalFunction, ReadbackError } from '../errors.js';
 import type { Claim, OperationStore } from '../store/types.js';
 import { checkSignal } from './call-checks.js';
 import { Drive, type DriveEnv } from './drive.js';
@@ -223,15 +223,11 @@ function checkOptions(options: ReconcileOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new ReadbackError('invalid_options', 'expected an options object', 'options');
   }
-  if (options.once !== undefined && typeof options.once !== 'boolean') {
-    throw new ReadbackError('invalid_options', 'must be true or false', 'once');
-  }
+  optionalBoolean(options.once, 'once');
   if (options.owner !== undefined && (typeof options.owner !== 'string' || options.owner === '')) {
     throw new ReadbackError('invalid_options', 'must be a non-empty string', 'owner');
   }
-  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
-    throw new ReadbackError('invalid_options', 'must be a function', 'onProgress');
-  }
+  optionalFunction(options.onProgress, 'onProgress');
   checkSignal(options.signal, 'signal');
 }
 

@@ -106,9 +106,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const random = options.random ?? Math.random;
   const newId = options.newId ?? (() => `op_${randomUUID()}`);
   const tracer = createTracer(options.trace, clock);
-  if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
-    throw new ReadbackError('invalid_options', 'must be true or false', 'shadow');
-  }
   const runnerShadow = options.shadow === true;
   const env = { store, clock, random, retryBudget, tracer };
   const registry = new Map<string, AnyAction>();

@@ -1,4 +1,4 @@
-import { ReadbackError } from '../errors.js';
+import { optionalBoolean, optionalFunction, ReadbackError } from '../errors.js';
 
 /**
  * One redaction rule. A `key` rule replaces the whole value under a matching object key; a `value` rule
@@ -142,9 +142,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ReadbackError('invalid_options', 'expected { defaults?, rules? }', 'trace.redaction');
   }
-  if (options.defaults !== undefined && typeof options.defaults !== 'boolean') {
-    throw new ReadbackError('invalid_options', 'must be true or false', 'trace.redaction.defaults');
-  }
+  optionalBoolean(options.defaults, 'trace.redaction.defaults');
   if (options.rules !== undefined && !Array.isArray(options.rules)) {
     throw new ReadbackError('invalid_options', 'must be an array of rules', 'trace.redaction.rules');
   }
@@ -328,9 +326,7 @@ function checkRule(rule: RedactionRule, i: number): RedactionRule {
   if (rule.value && !(rule.value instanceof RegExp)) {
     throw new ReadbackError('invalid_options', 'must be a RegExp', `${field}.value`);
   }
-  if (rule.replace !== undefined && typeof rule.replace !== 'function') {
-    throw new ReadbackError('invalid_options', 'must be a function', `${field}.replace`);
-  }
+  optionalFunction(rule.replace, `${field}.replace`);
   // A value pattern must replace every match, so it is always global; a key pattern must not keep state.
   const value =
     rule.value && !rule.value.global ? new RegExp(rule.value.source, `${rule.value.flags}g`) : rule.value;

@@ -1,5 +1,5 @@
 import { createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { ReadbackError } from '../errors.js';
+import { optionalBoolean, ReadbackError } from '../errors.js';
 import type { TraceEvent, TraceEventType, TraceSink } from './events.js';
 
 /** Options shared by the built-in sinks. */
@@ -87,9 +87,7 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
   if (typeof options !== 'object' || options === null) {
     throw new ReadbackError('invalid_options', 'expected an options object', 'jsonlSink(options)');
   }
-  if (options.append !== undefined && typeof options.append !== 'boolean') {
-    throw new ReadbackError('invalid_options', 'must be true or false', 'jsonlSink(options).append');
-  }
+  optionalBoolean(options.append, 'jsonlSink(options).append');
   const types = typesOf(options, 'jsonlSink(options).types');
   const flags = options.append === false ? 'w' : 'a';
   // Opened here, synchronously: a directory, a missing folder or a file that cannot be written is reported by
