@@ -246,6 +246,10 @@ function allowed(claim: EffectClaim, sentence: string, c: Completion): boolean {
       return !claim.agentive;
     case 'partial':
       return statesCounts(claim, sentence, c);
+    case 'pending':
+      // Sent and not yet verified: the request went out, its effect is still to be seen. A call waiting for
+      // approval (`ask_user`) has sent nothing.
+      return claim.aboutRequest && c.nextAllowedAction === 'poll';
     default:
       return false;
   }

@@ -25,6 +25,12 @@ export interface EffectClaim {
    * went out" claims a send, "the power went out" does not.
    */
   idiom: boolean;
+  /**
+   * True when the word reports sending or submitting a request ("I submitted the refund request", "your
+   * request was sent"): that the request went out, which an accepted (pending) operation supports, not that
+   * its effect happened.
+   */
+  aboutRequest: boolean;
 }
 
 interface EffectWord {
@@ -355,6 +361,32 @@ function isAgentive(tokens: Token[], i: number, length: number, word: string, st
   return i === 0 && tokens.length > length;
 }
 
+// Verbs that hand a request over; what the request asks for is a further effect ("processed", "approved" and
+// "resolved" a request report that effect and are not in this list).
+const TRANSMITTING = new Set(['send', 'submit']);
+const REQUEST_NOUNS = new Set(['request', 'requests']);
+// Words that may stand between the verb and its object noun ("sent the refund request", "submitted your
+// cancellation request"); a preposition ends the object ("sent the email per your request").
+const PREPOSITIONS = new Set('per at on upon by with to for from after as about via in of'.split(' '));
+const PASSIVE_AUXILIARIES = new Set(
+  'was were is are has have had been being already just successfully now'.split(' '),
+);
+const OBJECT_REACH = 4;
+
+// True when the effect word at i sends or submits a request: its object ("submitted the refund request") or,
+// in the passive, its subject ("the refund request was submitted") is the noun "request".
+function isAboutRequest(tokens: Token[], i: number, length: number, stem: string): boolean {
+  if (!TRANSMITTING.has(stem)) return false;
+  for (let k = i + length; k < Math.min(tokens.length, i + length + OBJECT_REACH); k++) {
+    const t = tokens[k]!.text;
+    if (REQUEST_NOUNS.has(t)) return true;
+    if (PREPOSITIONS.has(t) || matchEffect(tokens, k) !== null) break;
+  }
+  let k = i - 1;
+  while (k >= 0 && PASSIVE_AUXILIARIES.has(tokens[k]!.text)) k--;
+  return k < i - 1 && k >= 0 && REQUEST_NOUNS.has(tokens[k]!.text);
+}
+
 /** Returns each affirmative effect word in a sentence; negated, hedged, quoted or questioned ones are left out. */
 export function findClaims(sentence: string): EffectClaim[] {
   // A question asks about an effect; it does not assert one.
@@ -378,6 +410,7 @@ export function findClaims(sentence: string): EffectClaim[] {
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
           clause: sentence.slice(range.start, end).trim(),
           idiom: hit.effect.idiom === true,
+          aboutRequest: isAboutRequest(tokens, i, hit.length, hit.effect.stem),
         });
       }
       i += hit.length - 1;

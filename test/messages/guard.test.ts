@@ -248,6 +248,48 @@ describe('guardAnswer: claims about another target of the same kind', () => {
   });
 });
 
+describe('guardAnswer: a request that was sent is not its effect', () => {
+  const accepted = (status: Status, next: 'poll' | 'ask_user' | 'none') =>
+    helpdesk.refundOrder(status, { mode: 'accepted', nextAllowedAction: next });
+
+  it('passes "I submitted the refund request" for refunds accepted and still pending', () => {
+    const run = [accepted('pending', 'poll')];
+    for (const answer of [
+      'I submitted the refund request for order 42; it is still pending.',
+      'The refund request was submitted and is pending confirmation.',
+      'Your refund request has been sent. It has not been confirmed yet.',
+    ]) {
+      expect(guardAnswer(answer, run), answer).toEqual({ ok: true, violations: [] });
+    }
+  });
+
+  it('flags the same words when nothing was sent: failed, unknown, or waiting for approval', () => {
+    for (const c of [
+      accepted('failed', 'none'),
+      accepted('unknown', 'ask_user'),
+      accepted('pending', 'ask_user'),
+    ]) {
+      const r = guardAnswer('I submitted the refund request for order 42.', [c]);
+      expect(kinds(r.violations), c.status).toEqual(['unverified_claim:submitted']);
+    }
+  });
+
+  it('still flags the effect itself, and verbs that report handling the request', () => {
+    const run = [accepted('pending', 'poll')];
+    expect(kinds(guardAnswer('The refund for order 42 was submitted.', run).violations)).toEqual([
+      'unverified_claim:submitted',
+    ]);
+    expect(kinds(guardAnswer('I processed your refund request for order 42.', run).violations)).toEqual([
+      'unverified_claim:processed',
+    ]);
+    expect(
+      kinds(
+        guardAnswer('I sent the email to Ana per your request.', [helpdesk.sendEmail('pending')]).violations,
+      ),
+    ).toEqual(['unverified_claim:sent']);
+  });
+});
+
 describe('guardAnswer: no_completion', () => {
   it('flags an effect of an action that never ran', () => {
     const r = guardAnswer('I sent the email to Ana and refunded order 42.', [helpdesk.sendEmail('verified')]);
