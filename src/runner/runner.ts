@@ -13,7 +13,14 @@ import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './optio
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
-import { isShadowed, isShadowKey, type ShadowResult, ShadowState, shadowKey } from './shadow.js';
+import {
+  isShadowed,
+  isShadowKey,
+  runUnrecorded,
+  type ShadowResult,
+  ShadowState,
+  shadowKey,
+} from './shadow.js';
 import { NEVER_ABORTED } from './timeout.js';
 import { type RunTrace, settle } from './trace.js';
 import { type TraceOptions, Tracer } from './tracer.js';
@@ -336,13 +343,13 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         drive.runWait = ctx.wait !== false && !shadowState;
         return drive.start().catch((error) => storeFailure(error, action as AnyAction, drive.position()));
       },
-      (error) =>
-        storeFailure(error, action as AnyAction, {
-          target,
-          operationId: id,
-          idempotencyKey: key,
-          attempt: 0,
-        }),
+      (error) => {
+        const at = { target, operationId: id, idempotencyKey: key, attempt: 0 };
+        const misuse = error instanceof ReadbackError && error.code !== 'store_conflict';
+        if (!shadowState || misuse) return storeFailure(error, action as AnyAction, at);
+        const call = { target, operationId: id, idempotencyKey: key, ctx, scope, signal, now };
+        return runUnrecorded(action as AnyAction, input, call, shadowState, error);
+      },
     );
     return track(id, key, fingerprint, done);
   }

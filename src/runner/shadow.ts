@@ -9,9 +9,19 @@
  * | failure, rejected, error       | false           | true (failed) / false (partial) | null |
  * | none (no execute, or lost)     | null            | null            | null             |
  */
-import type { AnyAction, Completion, ShadowClaim, ShadowVerdict, Status } from '../contract/types.js';
+import type {
+  AnyAction,
+  Completion,
+  RunContext,
+  ShadowClaim,
+  ShadowVerdict,
+  Status,
+  StepContext,
+} from '../contract/types.js';
 import type { OperationRecord } from '../store/types.js';
 import { isAccepted, isRejected } from './markers.js';
+import { toCompletion } from './outcome.js';
+import { describeError } from './readback.js';
 
 /** Classifies a tool's raw result as a success or failure claim; the same shape as the trace's `claimOf`. */
 export type ClaimClassifier = (raw: unknown) => 'success' | 'failure';
@@ -100,6 +110,63 @@ export class ShadowState {
     if (this.outcome?.kind === 'threw') throw this.outcome.error;
     return { executed: this.outcome !== undefined, result: this.outcome?.value, completion: marked };
   }
+}
+
+/** The call a shadow run could not reserve a record for. */
+export interface UnrecordedCall {
+  target: string;
+  operationId: string;
+  idempotencyKey: string;
+  ctx: RunContext;
+  scope: Record<string, string>;
+  signal: AbortSignal;
+  /** When the call started (ms). */
+  now: number;
+}
+
+/**
+ * Runs the live tool of a shadow call whose record could not be reserved (`error`: the store failed): shadow
+ * never stands between the agent and its tool, so the tool runs as it would without readback, its result or
+ * error kept in `state`, and operators get an unknown completion saying it ran without a record.
+ */
+export async function runUnrecorded(
+  action: AnyAction,
+  input: unknown,
+  call: UnrecordedCall,
+  state: ShadowState,
+  error: unknown,
+): Promise<Completion> {
+  const { ctx, target, operationId, idempotencyKey } = call;
+  const context: StepContext = {
+    runId: ctx.runId,
+    scope: call.scope,
+    signal: call.signal,
+    operationId,
+    idempotencyKey,
+    attempt: 1,
+    startedAt: new Date(call.now),
+  };
+  if (ctx.actor !== undefined) context.actor = ctx.actor;
+  try {
+    state.returned(await action.execute(input, context));
+  } catch (thrown) {
+    state.threw(thrown);
+  }
+  const reason = `the operation store failed before the live tool ran, so it ran without a record: ${describeError(error)}`;
+  return toCompletion(
+    {
+      target,
+      operationId,
+      idempotencyKey,
+      attempt: 1,
+      nothingExecuted: false,
+      status: 'unknown',
+      errorCode: 'store_unavailable',
+      reason,
+      next: 'ask_user',
+    },
+    action,
+  );
 }
 
 /** True when new calls of this action go through `runner.shadow`: the action or the runner says so. */

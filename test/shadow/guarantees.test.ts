@@ -181,3 +181,77 @@ describe('shadow mode: readback failing after the live tool ran', () => {
     expect(state.done).toBe(false);
   });
 });
+
+describe('shadow mode: the store down before the live tool ran', () => {
+  // A store whose disk or server is gone: the reservation fails with an I/O error, not a misuse.
+  const downStore = () => ({
+    ...memoryStore(),
+    reserve: () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error')),
+  });
+
+  it('still runs the live tool and hands back its result, with an unknown completion for operators', async () => {
+    const result = { ok: true, id: 'r-2' };
+    const { action, state } = flagAction(() => result);
+    const runner = createRunner({ store: downStore() });
+    const out = await runner.shadow(action, {}, { ...ctx, actor: 'agent-7' });
+    expect(state.done).toBe(true);
+    expect(out.executed).toBe(true);
+    expect(out.result).toBe(result);
+    expect(out.completion).toMatchObject({
+      status: 'unknown',
+      errorCode: 'store_unavailable',
+      nextAllowedAction: 'ask_user',
+    });
+    expect(out.completion.reason).toContain('ran without a record');
+    expect(out.completion.reason).toContain('disk I/O error');
+    expect(out.completion.shadow).toMatchObject({ claimed: 'success', agrees: null });
+  });
+
+  it('re-throws the live tool’s own error', async () => {
+    const thrown = new Error('live tool failed');
+    const { action, state } = flagAction(() => {
+      throw thrown;
+    });
+    const runner = createRunner({ store: downStore() });
+    await expect(runner.shadow(action, {}, ctx)).rejects.toBe(thrown);
+    expect(state.done).toBe(true);
+  });
+
+  it('gives the tool the caller’s signal and the call’s ids', async () => {
+    const seen: { signal?: AbortSignal; operationId?: string; idempotencyKey?: string; runId?: string } = {};
+    const action = defineAction({
+      name: 'peek',
+      description: 'Peek.',
+      postcondition: 'Nothing.',
+      input: z.object({}),
+      target: () => 'peek',
+      execute: async (_input, stepCtx) => {
+        Object.assign(seen, {
+          signal: stepCtx.signal,
+          operationId: stepCtx.operationId,
+          idempotencyKey: stepCtx.idempotencyKey,
+          runId: stepCtx.runId,
+        });
+        return { ok: true };
+      },
+      observe: async () => null,
+      expect: () => ({}),
+      shadow: true,
+    });
+    const controller = new AbortController();
+    const runner = createRunner({ store: downStore() });
+    const out = await runner.shadow(action, {}, { ...ctx, signal: controller.signal });
+    expect(seen.signal).toBe(controller.signal);
+    expect(seen.runId).toBe(ctx.runId);
+    expect(seen.operationId).toBe(out.completion.operationId);
+    expect(seen.idempotencyKey).toBe(`shadow:${out.completion.operationId}`);
+  });
+
+  it('is not what run() does: a live run with the store down executes nothing', async () => {
+    const { action, state } = flagAction(() => ({ ok: true }), { shadow: false });
+    const runner = createRunner({ store: downStore() });
+    const c = await runner.run(action, {}, ctx);
+    expect(c).toMatchObject({ status: 'failed', errorCode: 'store_unavailable' });
+    expect(state.done).toBe(false);
+  });
+});
