@@ -5,7 +5,7 @@
 // and the median of the per-round ratios to the untraced loop. BENCH_ISOLATE=1 runs each loop in a process of
 // its own (see below).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +47,12 @@ const KINDS = {
       },
     };
   },
+  // Opt-in (BENCH_KINDS=none,callback,callbackIdle): a sink that takes only `run.error`, so a traced call builds
+  // no event at all; what remains is the cost of being traced (the call's record, the argument hash, hooks).
+  callbackIdle: () => ({
+    trace: { sinks: [callbackSink(() => {}, { types: ['run.error'] })] },
+    finish: async () => {},
+  }),
   jsonl: () => {
     const path = join(dir, `trace-${Math.random().toString(36).slice(2)}.jsonl`);
     const file = jsonlSink(path, { append: false });
@@ -89,6 +95,20 @@ const KINDS = {
   },
 };
 
+// CPU time of this process's main thread alone (Linux), in µs: the process total also counts V8's helper
+// threads, whose garbage collection of the memory store's ever-growing heap is the same with or without a trace.
+function mainThreadMicros() {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000; // clock ticks at 100 Hz
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const DEFAULT_KINDS = Object.keys(KINDS).filter((kind) => kind !== 'callbackIdle');
+
 async function runLoop(kind, io) {
   const ops = io === 'http' ? HTTP_OPS : OPS;
   const system = makeSystem(io);
@@ -99,6 +119,7 @@ async function runLoop(kind, io) {
   collectGarbage();
   const start = process.hrtime.bigint();
   const cpuStart = process.cpuUsage();
+  const mainStart = mainThreadMicros();
   for (let i = 0; i < ops; i++) {
     const c = await runner.run(action, { id: `r${i}`, status: 'done' }, { runId: 'bench' });
     if (c.status === 'verified') verified++;
@@ -106,10 +127,11 @@ async function runLoop(kind, io) {
   await finish();
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const cpu = process.cpuUsage(cpuStart);
+  const mainUsPerOp = (mainThreadMicros() - mainStart) / ops;
   if (verified !== ops) throw new Error(`${kind}: verified ${verified} of ${ops}`);
   // CPU time (user + system, all of this process's threads) is reported too: on a shared, loaded machine it
   // moves far less than wall-clock time, which also counts the time other processes held the cores.
-  return { rate: ops / seconds, cpuUsPerOp: (cpu.user + cpu.system) / ops };
+  return { rate: ops / seconds, cpuUsPerOp: (cpu.user + cpu.system) / ops, mainUsPerOp };
 }
 
 // BENCH_ISOLATE=1: each loop runs in a child process of its own (warmed up there first), so the JIT and
@@ -128,12 +150,12 @@ function isolatedLoop(kind, io) {
 }
 
 async function measure(io) {
-  const kinds = (process.env.BENCH_KINDS ?? Object.keys(KINDS).join(',')).split(',');
+  const kinds = (process.env.BENCH_KINDS ?? DEFAULT_KINDS.join(',')).split(',');
   if (kinds[0] !== 'none' || kinds.some((k) => !KINDS[k]))
     throw new Error(`BENCH_KINDS must start with none: ${kinds}`);
   const loop = ISOLATE ? async (kind, io) => isolatedLoop(kind, io) : runLoop;
   if (!ISOLATE) for (const kind of kinds) await loop(kind, io); // warm-up, not counted
-  const series = (k) => [k, { rates: [], ratios: [], cpu: [], cpuRatios: [] }];
+  const series = (k) => [k, { rates: [], ratios: [], cpu: [], cpuRatios: [], main: [], mainRatios: [] }];
   const by = Object.fromEntries(kinds.map(series));
   for (let round = 0; round < ROUNDS; round++) {
     const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]);
@@ -144,6 +166,8 @@ async function measure(io) {
       by[kind].ratios.push(got[kind].rate / got.none.rate);
       by[kind].cpu.push(got[kind].cpuUsPerOp);
       by[kind].cpuRatios.push(got[kind].cpuUsPerOp / got.none.cpuUsPerOp);
+      by[kind].main.push(got[kind].mainUsPerOp);
+      by[kind].mainRatios.push(got[kind].mainUsPerOp / got.none.mainUsPerOp);
     }
   }
   return kinds.map((kind) => ({
@@ -153,6 +177,8 @@ async function measure(io) {
     ratio: median(by[kind].ratios),
     cpu: median(by[kind].cpu),
     cpuRatio: median(by[kind].cpuRatios),
+    main: median(by[kind].main),
+    mainRatio: median(by[kind].mainRatios),
   }));
 }
 
@@ -176,6 +202,7 @@ rmSync(dir, { recursive: true, force: true });
 const label = {
   none: 'no trace',
   callback: 'callback sink',
+  callbackIdle: 'callback sink taking no event type the call emits',
   jsonl: 'JSONL file sink',
   otelApiOnly: 'OpenTelemetry sink, API only (no SDK registered)',
   otel: 'OpenTelemetry sink (SDK, batch processor, no-op exporter)',
@@ -188,14 +215,19 @@ const ioLabel = {
 console.log(
   `readback trace overhead — ${OPS} committed actions (${HTTP_OPS} over HTTP) × ${ROUNDS} rounds, memoryStore, node ${process.version}${ISOLATE ? ', each loop in its own process' : ', all loops in one process'}`,
 );
-console.log('| system of record | trace | ops/s | wall-clock overhead | CPU µs/op | CPU overhead |');
-console.log('|---|---|---:|---:|---:|---:|');
+console.log(
+  '| system of record | trace | ops/s | wall-clock overhead | CPU µs/op | CPU overhead | main thread µs/op | main-thread overhead |',
+);
+console.log('|---|---|---:|---:|---:|---:|---:|---:|');
 const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
 for (const r of results) {
   const wall = r.kind === 'none' ? '—' : pct(1 / r.ratio - 1);
   const cpu = r.kind === 'none' ? '—' : pct(r.cpuRatio - 1);
+  const main = r.kind === 'none' || Number.isNaN(r.mainRatio) ? '—' : pct(r.mainRatio - 1);
   console.log(
-    `| ${ioLabel[r.io]} | ${label[r.kind]} | ${Math.round(r.rate)} | ${wall} | ${r.cpu.toFixed(1)} | ${cpu} |`,
+    `| ${ioLabel[r.io]} | ${label[r.kind]} | ${Math.round(r.rate)} | ${wall} | ${r.cpu.toFixed(1)} | ${cpu} | ${r.main.toFixed(1)} | ${main} |`,
   );
 }
-console.log('(medians over rounds; overheads are medians of per-round ratios to the untraced loop)');
+console.log(
+  "(medians over rounds; overheads are medians of per-round ratios to the untraced loop; main thread: /proc's 10 ms ticks)",
+);
