@@ -1,5 +1,6 @@
 import { STATUSES, type Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { decisionTextProblem } from '../runner/approval.js';
 import { resolveByOperator } from '../runner/operator.js';
 import { isShadowRecord } from '../runner/shadow.js';
 import type { OperationEvent, OperationRecord, OperationStore } from '../store/types.js';
@@ -62,6 +63,27 @@ const TIMELINE_COLUMNS: readonly Column[] = [
   { header: 'detail', min: 12, grow: true },
 ];
 
+// Control characters (C0, DEL, C1) and the Unicode line separators.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const NAMED_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * Free text as one printable line: a note, a tool's error or a model-chosen target can hold line breaks that
+ * would forge lines of the output ("status verified") and escape sequences a terminal would obey.
+ */
+function printable(text: string): string {
+  return text.replace(
+    UNPRINTABLE,
+    (c) => NAMED_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+function table(columns: readonly Column[], rows: string[][], width: number, maxLines?: number): string {
+  const cells = rows.map((row) => row.map(printable));
+  return renderTable(columns, cells, maxLines === undefined ? { width } : { width, maxLines });
+}
+
 // Off a terminal nothing limits the width, and ids cut across lines could not be grepped or copied.
 function tableWidth(io: CliIO): number {
   return io.stdout.isTTY === true ? outputWidth(io.stdout) : 1_000;
@@ -113,7 +135,7 @@ async function list(
       r.completion?.reason ?? r.completion?.errorCode ?? '-',
     ]);
     io.stdout.write(
-      `${renderTable(SHADOW_COLUMNS, rows, { width: tableWidth(io) })}\n${shown.length} shadow disagreement${shown.length === 1 ? '' : 's'}${more} (operator signals, not proof)\n`,
+      `${table(SHADOW_COLUMNS, rows, tableWidth(io))}\n${shown.length} shadow disagreement${shown.length === 1 ? '' : 's'}${more} (operator signals, not proof)\n`,
     );
     return 0;
   }
@@ -129,7 +151,7 @@ async function list(
     shortTime(r.nextPollAt),
   ]);
   io.stdout.write(
-    `${renderTable(LIST_COLUMNS, rows, { width: tableWidth(io) })}\n${shown.length} operation${shown.length === 1 ? '' : 's'}${more}\n`,
+    `${table(LIST_COLUMNS, rows, tableWidth(io))}\n${shown.length} operation${shown.length === 1 ? '' : 's'}${more}\n`,
   );
   return 0;
 }
@@ -142,7 +164,7 @@ async function load(store: OperationStore, id: string): Promise<OperationRecord>
 
 function fieldLines(fields: [string, string][]): string[] {
   const width = Math.max(...fields.map(([k]) => k.length));
-  return fields.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`);
+  return fields.map(([k, v]) => `  ${k.padEnd(width)}  ${printable(v)}`);
 }
 
 function eventDetail(event: OperationEvent): string {
@@ -153,7 +175,7 @@ function eventDetail(event: OperationEvent): string {
 /** The `ops show` text: the record, its latest completion and the event timeline. */
 export function renderShow(record: OperationRecord, events: OperationEvent[], width: number): string {
   const out = [
-    `operation ${record.id}`,
+    `operation ${printable(record.id)}`,
     ...fieldLines([
       ['action', record.action],
       ['target', record.target],
@@ -226,7 +248,7 @@ export function renderShow(record: OperationRecord, events: OperationEvent[], wi
     e.actor ?? '-',
     eventDetail(e),
   ]);
-  out.push(renderTable(TIMELINE_COLUMNS, rows, { width, maxLines: 4 }));
+  out.push(table(TIMELINE_COLUMNS, rows, width, 4));
   return `${out.join('\n')}\n`;
 }
 
@@ -254,6 +276,13 @@ function resolveArgs(flags: Flags): { status: 'verified' | 'failed'; note: strin
   }
   if (by === undefined || by.trim() === '') {
     throw new UsageError("'readback ops resolve' needs --by NAME: an operator decision must say who");
+  }
+  for (const [flag, text] of [
+    ['note', note],
+    ['by', by],
+  ] as const) {
+    const problem = decisionTextProblem(text, flag === 'by');
+    if (problem) throw new UsageError(`option '--${flag}' ${problem}`);
   }
   return { status, note, by };
 }
@@ -284,14 +313,14 @@ async function resolveOp(
   }
   io.stdout.write(
     [
-      `resolved ${id} as ${completion.status} (recorded as an operator decision by ${by})`,
+      `resolved ${printable(id!)} as ${completion.status} (recorded as an operator decision by ${printable(by)})`,
       ...fieldLines([
         ['status', completion.status],
         ['errorCode', completion.errorCode ?? '-'],
         ['reason', completion.reason ?? '-'],
         ['message', completion.message],
       ]),
-      `the earlier events are kept; see 'readback ops show ${id}'`,
+      `the earlier events are kept; see 'readback ops show ${printable(id!)}'`,
       '',
     ].join('\n'),
   );

@@ -12,6 +12,29 @@ export interface ReviewDecision {
   fingerprint: string;
 }
 
+// C0/C1 control characters, DEL and the Unicode line separators: a name spelt with them prints as a
+// different name (or a forged line) wherever the decision is shown.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+// With the `u` flag a well-formed surrogate pair is one code point, so this matches only a lone half.
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
+ * What is wrong with decision text, or undefined: NUL (Postgres jsonb refuses it) and lone surrogates (not
+ * UTF-8) cannot be stored exactly by every store, and a name (`oneLine`) must not hold control characters.
+ */
+export function decisionTextProblem(text: string, oneLine: boolean): string | undefined {
+  if (oneLine && CONTROL.test(text)) return 'must not contain control characters or line breaks';
+  if (text.includes('\u0000')) return 'must not contain a NUL character';
+  if (LONE_SURROGATE.test(text)) return 'must be well-formed Unicode (it has a lone surrogate)';
+  return undefined;
+}
+
+function checkText(text: string, field: string, oneLine: boolean): void {
+  const problem = decisionTextProblem(text, oneLine);
+  if (problem) throw new ReadbackError('invalid_options', problem, field);
+}
+
 /**
  * Records an approval or rejection. It is bound to the fingerprint the reviewer saw, and an operation takes
  * one decision only; both are enforced by compare-and-set, so two reviewers racing cannot both decide.
@@ -30,6 +53,8 @@ export async function recordDecision(
   if (decision.note !== undefined && typeof decision.note !== 'string') {
     throw new ReadbackError('invalid_options', 'must be a string', 'decision.note');
   }
+  checkText(decision.by, 'decision.by', true);
+  if (decision.note !== undefined) checkText(decision.note, 'decision.note', false);
   if (typeof decision.fingerprint !== 'string' || decision.fingerprint === '') {
     throw new ReadbackError(
       'invalid_options',

@@ -3,6 +3,7 @@ import { ReadbackError } from '../errors.js';
 import { formMessage } from '../messages/templates.js';
 import type { OperationStore } from '../store/types.js';
 import { OPEN_LIFECYCLES } from '../store/types.js';
+import { decisionTextProblem } from './approval.js';
 import { asShadow } from './shadow.js';
 
 /** An operator's decision on an open operation, made outside any agent run. */
@@ -33,6 +34,8 @@ export async function resolveByOperator(
         field,
       );
     }
+    const problem = decisionTextProblem(resolution[field], field === 'by');
+    if (problem) throw new ReadbackError('invalid_options', problem, field);
   }
   const record = await store.get(operationId);
   if (!record)
