@@ -135,8 +135,18 @@ export function parseCompletionContract(text: string): ContractParseResult {
       ],
     };
   }
+  let root: unknown;
+  try {
+    root = doc.toJS();
+  } catch (error) {
+    // The parser refuses to expand an alias bomb (a few lines that would expand to millions of nodes).
+    return {
+      ok: false,
+      problems: [{ path: '(yaml)', message: `cannot be read: ${(error as Error).message}` }],
+    };
+  }
   const checker = new Checker();
-  const contract = checker.contract(doc.toJS() as unknown);
+  const contract = checker.contract(root);
   if (checker.problems.length > 0 || contract === undefined) {
     // Point each problem at the YAML node it is about, or at the nearest enclosing one that exists.
     for (const problem of checker.problems) {
@@ -324,6 +334,9 @@ class Checker {
       const when = Array.isArray(value.when)
         ? value.when.map((s, i) => this.statusName(s, [...at, 'when', i]))
         : [this.statusName(value.when, [...at, 'when'])];
+      // An empty list binds no status: its forbid and require would silently check nothing.
+      if (Array.isArray(value.when) && value.when.length === 0)
+        this.report([...at, 'when'], 'expected at least one status name; an empty list binds nothing');
       out.when = when.filter((s): s is Status => s !== undefined);
     }
     if (value.forbid !== undefined) {

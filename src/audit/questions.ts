@@ -79,9 +79,9 @@ const debt = (question: QuestionId, answer: string, fix: string): Finding => ({
 
 const NO_READ = 'optimistic mode: nothing reads the effect back';
 
-/** The names of the checks a freshness rule produces on a probe read, or [] when it cannot be probed. */
-export function freshnessChecks(action: AnyAction): string[] {
-  if (action.fresh === undefined) return [];
+// Calls the freshness rule once on an empty record; undefined when there is none or it throws on it.
+function probeFresh(action: AnyAction): unknown {
+  if (action.fresh === undefined) return undefined;
   const ctx: StepContext = {
     runId: 'audit',
     scope: {},
@@ -91,22 +91,39 @@ export function freshnessChecks(action: AnyAction): string[] {
     attempt: 1,
     startedAt: new Date(0),
   };
-  let result: Check;
+  let result: unknown;
   try {
     // The helpers only read fields of the observation; an empty record and no baseline are enough.
-    result = asCheck(action.fresh({}, ctx, {}), 'fresh');
+    result = action.fresh({}, ctx, {});
   } catch {
-    return [];
+    return undefined;
   }
+  // An async rule that rejects on the probe must not take the audit down with an unhandled rejection.
+  if (isThenable(result)) result.then(undefined, () => {});
+  return result;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** The names of the checks a freshness rule produces on a probe read, or [] when it cannot be probed. */
+export function freshnessChecks(action: AnyAction): string[] {
+  const result = probeFresh(action);
+  if (result === undefined || isThenable(result)) return [];
   const names: string[] = [];
+  // A hand-written rule may return a check without a name: only names are collected.
   const visit = (check: Check) => {
+    if (typeof check?.name !== 'string') return;
     names.push(check.name);
     if (check.name === 'fresh:all' && Array.isArray(check.observed)) {
       for (const inner of check.observed as Check[])
         if (inner && typeof inner.name === 'string') visit(inner);
     }
   };
-  visit(result);
+  visit(asCheck(result as boolean | Check, 'fresh'));
   return names.filter((n) => n !== 'fresh:all');
 }
 
@@ -153,6 +170,13 @@ function freshness(action: AnyAction, checks: string[]): Finding {
       'freshness',
       'no freshness rule: an old record that already matched passes as proof',
       'declare fresh: freshness.versionAbove, auditEvent, updatedAfterStart, contentHash or idempotencyKeyIn',
+    );
+  }
+  if (isThenable(probeFresh(action))) {
+    return debt(
+      'freshness',
+      'the fresh rule returns a Promise, which the runner cannot read as a check: a matching read is never proven fresh, so no run ends verified',
+      'make fresh synchronous: it judges the observed record, so read what it needs in observe()',
     );
   }
   if (checks.includes('fresh:version_above_baseline') && action.before === undefined) {

@@ -4,6 +4,8 @@ import { type ReviewResult, review } from '../review/analyze.js';
 import { buildFixture } from '../review/fixture.js';
 import { describeIssue } from '../review/issues.js';
 import { describeLocation, type Incident } from '../review/model.js';
+import { runsOf, selectRun } from '../review/readback-trace.js';
+import { redactIncident } from '../review/redact.js';
 import { renderReview, reviewJson } from '../review/report.js';
 import { incidentFromStore } from '../review/store-adapter.js';
 import type { CliIO, Command, ParsedArgs } from './args.js';
@@ -53,14 +55,39 @@ async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Inci
 }
 
 function fromFile(path: string, flags: ParsedArgs['flags']): Incident {
-  if (flags.run !== undefined) throw new UsageError("option '--run' only applies with '--store'");
+  const runId = stringFlag(flags, 'run');
   const read = readIncident(readText(path, 'trace'), path);
   if (!read.ok) {
     const shown = read.issues.slice(0, 20).map((i) => `  ${describeIssue(i)}`);
     const more = read.issues.length > 20 ? [`  … and ${read.issues.length - 20} more`] : [];
     throw new CommandError(`${path} is not a valid review trace:\n${[...shown, ...more].join('\n')}`);
   }
-  return supplement(read.value, flags);
+  return supplement(oneRun(read.value, runId), flags);
+}
+
+// A review is of one agent run; a readback trace from a shared sink holds many, and judging one run's
+// answer against another run's calls would point the incident at the wrong call.
+function oneRun(incident: Incident, runId: string | undefined): Incident {
+  if (incident.format !== 'trace') {
+    if (runId !== undefined)
+      throw new UsageError("option '--run' only applies with '--store' or a readback trace");
+    return incident;
+  }
+  const runs = runsOf(incident);
+  const listed = `${runs.slice(0, 10).join(', ')}${runs.length > 10 ? `, … (${runs.length - 10} more)` : ''}`;
+  if (runId === undefined) {
+    if (runs.length > 1)
+      throw new UsageError(
+        `${incident.source} holds ${runs.length} runs (${listed}); pick one with '--run ID'`,
+      );
+    return incident;
+  }
+  const run = selectRun(incident, runId);
+  if (run === undefined)
+    throw new CommandError(
+      `${incident.source} has no events of run '${runId}' (it holds ${listed || 'no runs'})`,
+    );
+  return run;
 }
 
 // Inputs without a request or an answer (readback's own trace) take them from the flags; an input that
@@ -68,10 +95,11 @@ function fromFile(path: string, flags: ParsedArgs['flags']): Incident {
 function supplement(incident: Incident, flags: ParsedArgs['flags']): Incident {
   const request = stringFlag(flags, 'request');
   const answer = answerOf(flags);
-  const end = Math.max(
-    0,
-    ...incident.calls.flatMap((c) => [c.at.order, c.result?.at.order ?? 0, c.readback?.at.order ?? 0]),
-  );
+  // A loop, not Math.max(...spread): a trace of a few hundred thousand calls would overflow the stack.
+  let end = 0;
+  for (const c of incident.calls) {
+    end = Math.max(end, c.at.order, c.result?.at.order ?? 0, c.readback?.at.order ?? 0);
+  }
   if (request !== undefined) {
     if (incident.request)
       throw new UsageError(
@@ -127,7 +155,7 @@ async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
       [stringFlag(flags, 'answer-file'), 'answer file'],
     ]);
   }
-  const incident = spec !== undefined ? await fromStore(spec, flags) : fromFile(path!, flags);
+  const incident = redactIncident(spec !== undefined ? await fromStore(spec, flags) : fromFile(path!, flags));
   const result: ReviewResult = review(incident);
   if (fixtureOut !== undefined) {
     try {
@@ -146,7 +174,7 @@ async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
 export const reviewCommand: Command = {
   summary: 'find the first claim in an agent run that outran its evidence, classify it, name the repair',
   usage: [
-    'readback review <trace.jsonl | fixture.json> [--request TEXT] [--answer TEXT | --answer-file F] [--json] [--fixture-out F]',
+    'readback review <trace.jsonl | fixture.json> [--run ID] [--request TEXT] [--answer TEXT | --answer-file F] [--json] [--fixture-out F]',
     '       readback review --store S --run ID [--request TEXT] [--answer TEXT | --answer-file F] [--json] [--fixture-out F]',
     '',
     'The trace format is documented in docs/review-trace-format.md.',
@@ -156,7 +184,10 @@ export const reviewCommand: Command = {
   positionals: { max: 1 },
   flags: {
     store: { type: 'string', description: 'review a run from this store: SQLite file or postgres:// URL' },
-    run: { type: 'string', description: 'with --store: the run id whose operations to review' },
+    run: {
+      type: 'string',
+      description: 'the run to review: with --store, or in a readback trace that holds several runs',
+    },
     request: {
       type: 'string',
       description: 'what the user asked, for a store or readback trace (which do not keep it)',

@@ -98,7 +98,9 @@ export function buildFixture(incident: Incident, result: ReviewResult): ReviewFi
           ...(rb.message !== undefined ? { message: rb.message } : {}),
         }
       : null,
-    finalAnswer: incident.answer?.text ?? null,
+    // The fixture keeps one call; answer sentences about the run's other calls would be claims with no call
+    // behind them when it is reviewed again, so an answer finding keeps only the sentence that made it.
+    finalAnswer: first?.where === 'final_answer' ? first.claim : (incident.answer?.text ?? null),
     expectedStatus: status,
     allowedMessageClass: status === null ? 'no_effect' : MESSAGE_CLASS[status],
     expected: {

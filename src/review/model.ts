@@ -58,6 +58,8 @@ export interface IncidentCall {
   /** `kind:id` of what the call acts on; derived from the args when the input does not say. */
   target: string;
   safeToRepeat?: RepeatSafety;
+  /** The agent run the call belongs to, when the input can hold several (readback's own trace). */
+  runId?: string;
   at: Location;
   result?: IncidentResult;
   readback?: IncidentReadback;

@@ -27,13 +27,17 @@ class CallIndex {
   find(e: Rec, at: Location): IncidentCall {
     const op = typeof e.operationId === 'string' ? e.operationId : undefined;
     const callId = String(e.callId);
-    let call = (op !== undefined ? this.byOperation.get(op) : undefined) ?? this.byCall.get(callId);
+    const runId = typeof e.runId === 'string' ? e.runId : undefined;
+    // Call ids are only unique within a run (a model's tool-call ids, or a framework's "call_0"), and one
+    // service-wide sink interleaves many runs: two runs' "call_0" are two calls.
+    const key = JSON.stringify([runId ?? null, callId]);
+    let call = (op !== undefined ? this.byOperation.get(op) : undefined) ?? this.byCall.get(key);
     if (call === undefined) {
       const action = String(e.action);
-      call = { id: callId, name: action, args: {}, target: action, at };
+      call = { id: callId, name: action, args: {}, target: action, ...(runId ? { runId } : {}), at };
       this.calls.push(call);
     }
-    this.byCall.set(callId, call);
+    this.byCall.set(key, call);
     if (op !== undefined) this.byOperation.set(op, call);
     return call;
   }
@@ -87,6 +91,17 @@ function problem(e: Rec): InputIssue | undefined {
     };
   }
   return undefined;
+}
+
+/** The runs a readback trace's calls belong to, in order of first appearance. */
+export function runsOf(incident: Incident): string[] {
+  return [...new Set(incident.calls.flatMap((c) => (c.runId !== undefined ? [c.runId] : [])))];
+}
+
+/** The incident of one run of a readback trace: its calls only; undefined when the trace holds none of it. */
+export function selectRun(incident: Incident, runId: string): Incident | undefined {
+  const calls = incident.calls.filter((c) => c.runId === runId);
+  return calls.length === 0 ? undefined : { ...incident, source: `${incident.source} run ${runId}`, calls };
 }
 
 /** Parses a readback trace (JSONL of `TraceEvent`s); events of types it does not use are skipped. */
