@@ -461,7 +461,15 @@ export class Drive extends RecordWriter {
   }
 
   private parkPending(reading?: Reading): Promise<Completion> {
-    const next = this.env.clock.now() + pollDelay(this.action.poll, this.record.reads, this.env.random);
+    const { poll } = this.action;
+    const now = this.env.clock.now();
+    // Never due after the budget ends: the read then is the last one, and an unfinished job turns `unknown`
+    // on time (a longer backoff step would otherwise carry it past the budget, and past a lease).
+    const budgetEnd = (this.record.acceptedAt ?? this.record.requestedAt) + poll.maxDurationMs;
+    const next = Math.max(
+      now,
+      Math.min(now + pollDelay(poll, this.record.reads, this.env.random), budgetEnd),
+    );
     const lastError = reading?.kind === 'error' ? { reason: reading.reason } : {};
     return this.park(
       {
