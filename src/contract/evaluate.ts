@@ -39,7 +39,7 @@ export function evaluate<I, O>(
 
   let freshCheck: Check | undefined;
   if (action.fresh && !options.baseline) {
-    freshCheck = asCheck(action.fresh(observed, ctx, input), 'fresh');
+    freshCheck = freshnessCheck(action.fresh(observed, ctx, input));
     checks.push(freshCheck);
   }
   let verdict: Verdict;
@@ -52,6 +52,28 @@ export function evaluate<I, O>(
   if (verdict === 'pass' && freshCheck && !freshCheck.pass) verdict = 'stale';
   if (freshCheck) evidence.fresh = freshCheck.observed ?? freshCheck.pass;
   return { verdict, checks, ...(units ? { units } : {}), evidence };
+}
+
+// A hand-written rule may return anything: only a boolean, or a check with a boolean `pass`, decides. An
+// unnamed check is named `fresh`, as a boolean is; a promise (an async rule) could never be awaited here.
+function freshnessCheck(result: unknown): Check {
+  if (typeof result === 'boolean' || typeof result !== 'object' || result === null) {
+    if (typeof result === 'boolean') return asCheck(result, 'fresh');
+    throw new InvalidExpectation(
+      `fresh() returned ${result === null ? 'null' : typeof result}, not a boolean or a check`,
+    );
+  }
+  if (typeof (result as { then?: unknown }).then === 'function') {
+    throw new InvalidExpectation(
+      'fresh() returned a promise; freshness must be decided from the observation at once',
+    );
+  }
+  const check = result as Partial<Check>;
+  if (typeof check.pass !== 'boolean')
+    throw new InvalidExpectation('fresh() returned a check without a boolean "pass"');
+  return typeof check.name === 'string' && check.name !== ''
+    ? (check as Check)
+    : ({ ...check, name: 'fresh' } as Check);
 }
 
 function checkScope<I, O>(action: Action<I, O>, observed: O, ctx: StepContext): Check | undefined {
