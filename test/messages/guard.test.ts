@@ -372,3 +372,17 @@ describe('guardAnswer: one effect word over coordinated objects', () => {
     expect(guardAnswer('I resolved T-104 and T-105 is still open.', run).ok).toBe(true);
   });
 });
+
+describe('guardAnswer: a run of very many calls', () => {
+  it('judges a claim against 150 000 completions without overflowing the stack', () => {
+    const one = helpdesk.refundOrder('verified');
+    const run = Array.from({ length: 150_000 }, (_, i) => ({
+      ...one,
+      target: `order:${i}`,
+      operationId: `op_${i}`,
+    }));
+    run.push(helpdesk.sendEmail('pending'));
+    const r = guardAnswer('I sent the email to Ana.', run);
+    expect(kinds(r.violations)).toEqual(['unverified_claim:sent']);
+  });
+});
