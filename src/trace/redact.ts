@@ -1,3 +1,5 @@
+import { toRecordable } from '../canonical.js';
+import { unknownField } from '../contract/fields.js';
 import { optionalBoolean, optionalFunction, ReadbackError } from '../errors.js';
 
 /**
@@ -32,26 +34,42 @@ export interface Redactor {
 const SECRET_KEY =
   /passw(?:or)?d|passphrase|^pwd$|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|authori[sz]ation|^auth$|cookie|session[-_]?(?:id|key)|credential|card[-_]?(?:number|num|no)$|^(?:pan|cvv2?|cvc|ssn)$|signature/i;
 
-// The keywords of `name=value` assignments, in the spellings found in real messages (see `cases`).
+// The keywords of `name=value` assignments, in the spellings found in real messages (see `cases`): config
+// lines, query strings (`X-Amz-Signature=`, `sig=`), headers (`X-Api-Key:`, `Cookie:`) and JSON text.
+// Each ends in a letter (see `assignmentBefore`).
 const ASSIGNMENT_KEYS = [
-  'passwd',
-  'password',
-  'pwd',
-  'secret',
-  'token',
-  'api_key',
-  'api-key',
-  'apikey',
-  'access_key',
-  'access-key',
-].flatMap(cases);
+  ...[
+    'passwd',
+    'password',
+    'pwd',
+    'passphrase',
+    'secret',
+    'secret_key',
+    'secretKey',
+    'private_key',
+    'privateKey',
+    'token',
+    'api_key',
+    'api-key',
+    'apikey',
+    'apiKey',
+    'access_key',
+    'access-key',
+    'accessKey',
+    'signature',
+    'sig',
+    'cookie',
+  ].flatMap(cases),
+  'Api-Key',
+];
 
 // One alternation, scanned once per string; each group names the kind of secret it found. No `i` flag and no
 // leading lookbehinds: every branch starts with a literal or a digit, which keeps the scan about 30% cheaper.
 // A new branch needs its own clause in `mayHoldSecret`, which decides which strings this scan can skip.
 const SECRET_VALUE = new RegExp(
   [
-    '(?<private_key>-----BEGIN [A-Z ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY-----)',
+    // A block cut short (a truncated message) has no END line: everything after its BEGIN line goes.
+    '(?<private_key>-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----(?:[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----|[\\s\\S]*))',
     '(?<bearer>(?:[Bb]earer|BEARER)\\s+[A-Za-z0-9\\-._~+/]{8,}=*)',
     // Basic credentials are base64, so a digit, '+', '/' or '=' tells them from the word "basic" in prose.
     '(?<basic_auth>(?:[Bb]asic|BASIC)\\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})',
@@ -61,8 +79,11 @@ const SECRET_VALUE = new RegExp(
     '(?<github_token>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})',
     '(?<slack_token>xox[abposr]-[A-Za-z0-9-]{10,})',
     '(?<google_key>AIza[0-9A-Za-z_-]{35})',
-    '(?<url_credentials>://[^\\s:/@]+:[^\\s/@]+@)',
-    `(?<assignment>(?:${ASSIGNMENT_KEYS.join('|')})\\s*[=:]\\s*[^\\s,;&"']+)`,
+    // The user name may be empty (`redis://:password@host`).
+    '(?<url_credentials>://[^\\s:/@]*:[^\\s/@]+@)',
+    // The keyword may be a quoted JSON key (`"password": "…"`, or `\\"password\\"` in JSON inside JSON), and a
+    // quoted value goes whole, spaces and all, up to its closing quote (or the end of a cut-short text).
+    `(?<assignment>(?:${ASSIGNMENT_KEYS.join('|')})(?:\\\\?["'])?\\s*[=:]\\s*(?:\\\\?"(?:[^"\\\\]|\\\\[^"])*(?:\\\\?")?|'[^']*'?|[^\\s,;&"']+))`,
     // Starts only where a token starts: a digit inside a word ("a1 4111…") would otherwise begin a
     // candidate that is refused as a whole, and the scan would resume after the real card.
     '(?<card_number>(?<![\\w.-])\\d(?:[ -]?\\d){12,18})',
@@ -105,12 +126,18 @@ export function mayHoldSecret(text: string): boolean {
   );
 }
 
-// Whether an assignment keyword, then only whitespace, comes right before some `sign` in the text. Every keyword
-// ends in a letter, so it ends exactly where that whitespace starts.
+// Whether an assignment keyword, then an optional closing quote (itself optionally escaped), then only whitespace,
+// comes right before some `sign` in the text. Every keyword ends in a letter, so it ends exactly where that quote
+// or whitespace starts.
 function assignmentBefore(text: string, sign: string): boolean {
   for (let at = text.indexOf(sign); at !== -1; at = text.indexOf(sign, at + 1)) {
     let end = at;
     while (end > 0 && isSpace(text.charCodeAt(end - 1))) end--;
+    const quote = text.charCodeAt(end - 1);
+    if (quote === 34 || quote === 39) {
+      end--;
+      if (text.charCodeAt(end - 1) === 92) end--;
+    }
     const keys = KEYS_BY_LAST.get(text.charCodeAt(end - 1));
     if (keys?.some((key) => end >= key.length && text.startsWith(key, end - key.length))) return true;
   }
@@ -142,6 +169,8 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ReadbackError('invalid_options', 'expected { defaults?, rules? }', 'trace.redaction');
   }
+  // A misspelt field (`rule: […]`) would drop your rules in silence, and with them what they were to hide.
+  closedShape(options, ['defaults', 'rules'], 'trace.redaction', 'a redaction option');
   optionalBoolean(options.defaults, 'trace.redaction.defaults');
   if (options.rules !== undefined && !Array.isArray(options.rules)) {
     throw new ReadbackError('invalid_options', 'must be an array of rules', 'trace.redaction.rules');
@@ -169,8 +198,31 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   }
 
   function redactString(text: string): string {
+    // JSON text (a tool's result as text, a response body) is redacted as the data it encodes, so key rules see
+    // its keys: `{"client_secret":"…"}` is as secret as `{ client_secret: '…' }`.
+    if (looksLikeJson(text)) {
+      const redacted = redactJsonText(text);
+      if (redacted !== undefined) return applyValueRules(redacted);
+    }
     let out = text;
     if (defaults && out.length >= MIN_SECRET_LENGTH && mayHoldSecret(out)) out = scanSecrets(out);
+    return applyValueRules(out);
+  }
+
+  // The JSON text with its data redacted, or undefined when it is not JSON or nothing in it changed.
+  function redactJsonText(text: string): string | undefined {
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+    const redacted = walk(data, 1);
+    return redacted === data ? undefined : JSON.stringify(redacted);
+  }
+
+  function applyValueRules(text: string): string {
+    let out = text;
     for (const rule of valueRules) {
       try {
         out = out.replace(rule.value as RegExp, (m) =>
@@ -200,14 +252,24 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
       }
       return copy ?? value;
     }
+    const proto = Object.getPrototypeOf(value);
+    // A Map, Set, URL, Date or class instance is replaced by the data a sink would write for it (what its
+    // `toJSON` gives, else its entries or own fields), and that is redacted: a sink must not get the object
+    // itself, whose entries or `toJSON` text (a URL's password) nothing here has read.
+    if (proto !== Object.prototype && proto !== null) return walk(plainOf(value), depth + 1);
     const source = value as Record<string, unknown>;
     const keys = Object.keys(source);
     let out: Record<string, unknown> | undefined;
+    // The rule named by the object's label, for `{ name: 'X-Api-Key', value }` pairs and checks (`expected`,
+    // `observed`): undefined until a paired field is met, null when the label names no secret.
+    let pair: RedactionRule | 'default' | null | undefined;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const item = source[key];
       if (keep?.has(key)) continue;
-      const redacted = redactEntry(key, item, depth);
+      if (pair === undefined && PAIRED_FIELDS.has(key)) pair = pairRule(source);
+      const redacted =
+        pair && PAIRED_FIELDS.has(key) ? redactWith(pair, item) : redactEntry(key, item, depth);
       if (redacted === item) continue;
       if (!out) {
         out = {};
@@ -218,9 +280,23 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     return out ?? value;
   }
 
+  // The rule a `{ name | key | Name | Key: <string>, … }` object's label names, if any. A label with spaces
+  // names a thing ("Secret Garden"), not a field, header or parameter.
+  function pairRule(source: Record<string, unknown>): RedactionRule | 'default' | null {
+    for (const field of LABEL_FIELDS) {
+      const label = source[field];
+      if (typeof label === 'string') return SPACED.test(label) ? null : secretKey(label);
+    }
+    return null;
+  }
+
   function redactEntry(key: string, item: unknown, depth: number): unknown {
     const rule = secretKey(key);
     if (rule === null) return walk(item, depth + 1);
+    return redactWith(rule, item);
+  }
+
+  function redactWith(rule: RedactionRule | 'default', item: unknown): unknown {
     if (item === null || item === undefined) return item;
     if (rule === 'default') return '[redacted]';
     if (!rule.replace) return `[redacted:${rule.name}]`;
@@ -236,6 +312,33 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, keep) as T,
     redactField: (key: string, value: unknown) => redactEntry(key, value, 0),
   };
+}
+
+// The fields that carry the value of a labelled pair: HTTP headers and tags (`{ name, value }`, `{ Key, Value }`),
+// and checks (`{ name, expected, observed }`).
+const PAIRED_FIELDS: ReadonlySet<string> = new Set(['value', 'Value', 'expected', 'observed']);
+const LABEL_FIELDS = ['name', 'key', 'Name', 'Key'];
+const SPACED = /\s/;
+
+// The start of JSON text worth parsing: an object, or an array of values (a `[redacted:…]` or `[unrecordable: …]`
+// marker is not parsed).
+const JSON_START = /^(?:\{\s*["}]|\[\s*(?:[-"{[\]\d]|true|false|null))/;
+
+function looksLikeJson(text: string): boolean {
+  const first = text.charCodeAt(0);
+  return (first === 123 || first === 91) && JSON_START.test(text);
+}
+
+// What JSON.stringify would write for a non-plain object, as data: its `toJSON` result, else its entries (Map,
+// Set) or own enumerable fields. A `toJSON` that throws gives a marker rather than failing the whole field.
+function plainOf(value: object): unknown {
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON !== 'function') return toRecordable(value).value;
+  try {
+    return toJSON.call(value, '');
+  } catch {
+    return '[redacted:unreadable]';
+  }
 }
 
 // Whether a key rule names `key`. A key function that throws counts as a match: what it guards is then
@@ -266,8 +369,11 @@ function replaceDefault(match: string, ...rest: unknown[]): string {
   }
   if (groups.url_credentials !== undefined) return '://[redacted:url_credentials]@';
   if (groups.assignment !== undefined) {
-    const sep = match.search(/[=:]/);
-    return `${match.slice(0, sep + 1)}[redacted:assignment]`;
+    // The keyword, the sign and the value's quotes stay (JSON text stays JSON): only the value goes.
+    const sign = match.search(/[=:]/);
+    const start = sign + /^[=:]\s*(?:\\?["'])?/.exec(match.slice(sign))![0].length;
+    const close = start < match.length ? (/\\?["']$/.exec(match.slice(start))?.[0] ?? '') : '';
+    return `${match.slice(0, start)}[redacted:assignment]${close}`;
   }
   for (const [name, text] of Object.entries(groups)) if (text !== undefined) return `[redacted:${name}]`;
   return '[redacted]';
@@ -317,6 +423,7 @@ function checkRule(rule: RedactionRule, i: number): RedactionRule {
   if (typeof rule !== 'object' || rule === null || typeof rule.name !== 'string' || rule.name === '') {
     throw new ReadbackError('invalid_options', 'a rule needs a non-empty name', `${field}.name`);
   }
+  closedShape(rule, ['name', 'key', 'value', 'replace'], field, 'a rule field');
   if (!rule.key && !rule.value) {
     throw new ReadbackError('invalid_options', 'a rule needs a key or a value pattern', field);
   }
@@ -327,12 +434,27 @@ function checkRule(rule: RedactionRule, i: number): RedactionRule {
     throw new ReadbackError('invalid_options', 'must be a RegExp', `${field}.value`);
   }
   optionalFunction(rule.replace, `${field}.replace`);
-  // A value pattern must replace every match, so it is always global; a key pattern must not keep state.
+  // A pattern that matches empty text puts a marker between every two characters of every string.
+  if (rule.value && new RegExp(rule.value.source, rule.value.flags.replace(/[gy]/g, '')).test('')) {
+    throw new ReadbackError('invalid_options', 'must not match empty text', `${field}.value`);
+  }
+  // A value pattern must replace every match, so it is always global and never sticky (a sticky one would stop
+  // at the first text that does not match); a key pattern must not keep state.
   const value =
-    rule.value && !rule.value.global ? new RegExp(rule.value.source, `${rule.value.flags}g`) : rule.value;
+    rule.value && (!rule.value.global || rule.value.sticky)
+      ? new RegExp(rule.value.source, `${rule.value.flags.replace(/[gy]/g, '')}g`)
+      : rule.value;
   const key =
     rule.key instanceof RegExp && (rule.key.global || rule.key.sticky)
       ? new RegExp(rule.key.source, rule.key.flags.replace(/[gy]/g, ''))
       : rule.key;
   return { ...rule, ...(value ? { value } : {}), ...(key ? { key } : {}) };
+}
+
+// Throws for a field of `value` not in `known`, naming it and the field it most likely misspells.
+function closedShape(value: object, known: readonly string[], field: string, what: string): void {
+  const unknown = unknownField(value, known);
+  if (unknown) {
+    throw new ReadbackError('invalid_options', `is not ${what}${unknown.hint}`, `${field}.${unknown.key}`);
+  }
 }
