@@ -136,6 +136,11 @@ export function migrationSql(schema: string): string {
       applied_at bigint NOT NULL
     );
     SELECT COALESCE(MAX(version), 0) INTO current FROM ${t.migrations};
+    -- migrate() refused a newer schema before the lock; a newer readback may have migrated it since.
+    IF current > ${POSTGRES_SCHEMA_VERSION} THEN
+      RAISE EXCEPTION 'schema % has readback schema v%, newer than this readback (v${POSTGRES_SCHEMA_VERSION}); upgrade readback to open it',
+        ${literal(schema)}, current USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
     ${steps}
   END
   $readback_migrate$`;
@@ -157,7 +162,20 @@ export async function migrate(db: PgQueryable, schema: string): Promise<void> {
     }
     if (version === POSTGRES_SCHEMA_VERSION) return;
   }
-  await db.query(migrationSql(schema));
+  try {
+    await db.query(migrationSql(schema));
+  } catch (error) {
+    // The migration's own refusal of a schema a newer readback migrated since the check above.
+    const e = error as { code?: unknown; message?: unknown };
+    if (
+      e.code === '55000' &&
+      typeof e.message === 'string' &&
+      e.message.includes('newer than this readback')
+    ) {
+      throw new ReadbackError('store_conflict', e.message);
+    }
+    throw error;
+  }
 }
 
 function literal(text: string): string {

@@ -70,6 +70,19 @@ const TIME_COLUMNS = new Set([
   'lease_expires_at',
 ]);
 
+/** Where `recordParams` (the reserve's $1..$27) binds the time columns. */
+export const RESERVE_TIME_PARAMS: readonly number[] = OPERATION_COLUMNS.flatMap((c, i) =>
+  TIME_COLUMNS.has(c) ? [i] : [],
+);
+
+/** Whether a column holds bigint milliseconds. */
+export function isTimeColumn(column: string): boolean {
+  return TIME_COLUMNS.has(column);
+}
+
+/** The largest LIMIT an int parameter takes; memory and SQLite take any limit, so a larger one is capped. */
+export const MAX_LIMIT = 2 ** 31 - 1;
+
 /**
  * The SELECT list that gives rows in exactly the shape SQLite returns, so sqlite/rows.ts maps both:
  * jsonb as JSON text (pg would otherwise parse it, and `'null'::jsonb` would be indistinguishable
@@ -353,11 +366,14 @@ export function listSql(t: Tables, filter: ListFilter): { text: string; values: 
   if (filter.action !== undefined) where.push(`action = ${param(filter.action, 'text')}`);
   if (filter.runId !== undefined) where.push(`run_id = ${param(filter.runId, 'text')}`);
   if (filter.dueBefore !== undefined) {
-    where.push(`next_poll_at IS NOT NULL AND next_poll_at <= ${param(filter.dueBefore, 'bigint')}`);
+    // Times are whole milliseconds here: a stored time is at or before x exactly when it is at or before floor(x).
+    where.push(
+      `next_poll_at IS NOT NULL AND next_poll_at <= ${param(Math.floor(filter.dueBefore), 'bigint')}`,
+    );
   }
   let text = `SELECT ${selectList('')} FROM ${t.operations}`;
   if (where.length > 0) text += ` WHERE ${where.join(' AND ')}`;
   text += ' ORDER BY requested_at, id';
-  if (filter.limit !== undefined) text += ` LIMIT ${param(filter.limit, 'int')}`;
+  if (filter.limit !== undefined) text += ` LIMIT ${param(Math.min(filter.limit, MAX_LIMIT), 'int')}`;
   return { text, values };
 }

@@ -18,8 +18,10 @@ import {
   requireKnownLifecycle,
   requirePositiveInt,
   requireRenewArgs,
+  requireStorableOperation,
   requireString,
   requireTime,
+  storableText,
 } from '../store/records.js';
 import {
   type Claim,
@@ -38,7 +40,15 @@ import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult }
 import { InFlightJson } from './in-flight-json.js';
 import { type ReconnectPolicy, withReconnect } from './retry.js';
 import { transitionShapes } from './shapes.js';
-import { listSql, reserveBatchSql, statementsFor, type Tables } from './sql.js';
+import {
+  isTimeColumn,
+  listSql,
+  MAX_LIMIT,
+  RESERVE_TIME_PARAMS,
+  reserveBatchSql,
+  statementsFor,
+  type Tables,
+} from './sql.js';
 
 const MAX_CACHED_TEXTS = 256;
 
@@ -224,7 +234,7 @@ export function createPostgresStore({
   const pushEventValues = (params: unknown[], event: NewEvent): unknown[] => {
     params.push(
       RECORD_SCHEMA_VERSION,
-      event.at,
+      wholeMs(event.at),
       event.type,
       event.status ?? null,
       event.actor ?? null,
@@ -274,7 +284,13 @@ export function createPostgresStore({
       guard.attempt !== undefined,
     );
     const params = values;
-    params.unshift(id, from.slice(), updatedAt);
+    for (let i = 0; i < params.length; i++) {
+      const value = params[i];
+      if (typeof value === 'number' && !Number.isInteger(value) && isTimeColumn(columns[i]!)) {
+        params[i] = wholeMs(value);
+      }
+    }
+    params.unshift(id, from.slice(), wholeMs(updatedAt));
     if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
     if (guard.attempt !== undefined) params.push(guard.attempt);
     pushEventValues(params, event);
@@ -294,6 +310,12 @@ export function createPostgresStore({
     // A write found after a lost connection answers with the record only while it is still the latest
     // change; otherwise null, and the caller re-reads as it does for any compare-and-set it lost.
     const bound = json === undefined ? undefined : new InFlightJson(json);
+    const refine = (error: unknown): never => {
+      const texts: [string, unknown][] = (json ?? []).map(([field, text]) => [`patch.${field}`, text]);
+      texts.push(['event.detail', params.at(-2)]);
+      refuseUnstorableJson(error, texts);
+      throw error;
+    };
     const written = writeOnce(
       {
         text,
@@ -304,6 +326,7 @@ export function createPostgresStore({
         found: (write) => (write.seq === write.event_seq ? recordFromRow(write, bound?.get()) : null),
       },
       first,
+      refine,
     );
     bound?.soon();
     return written;
@@ -320,6 +343,7 @@ export function createPostgresStore({
   };
 
   const byKey = async (key: string) => {
+    if (typeof key === 'string' && !storableText(key, true)) return null;
     const [row] = await rows<OperationRow>(sql.selectByKey, [key]);
     return row === undefined ? null : recordFromRow(row);
   };
@@ -332,8 +356,14 @@ export function createPostgresStore({
         requireString(op.id, 'op.id');
         requireString(op.idempotencyKey, 'op.idempotencyKey');
         requireTime(op.requestedAt, 'op.requestedAt');
-        requireEvent(event);
-        values = pushEventValues(recordParams(newRecord(op)), event);
+        requireEvent(event, true);
+        requireStorableOperation(op, true);
+        values = recordParams(newRecord(op));
+        for (const i of RESERVE_TIME_PARAMS) {
+          const value = values[i];
+          if (typeof value === 'number' && !Number.isInteger(value)) values[i] = wholeMs(value);
+        }
+        pushEventValues(values, event);
         values.push(randomUUID());
       } catch (error) {
         return Promise.reject(error);
@@ -361,6 +391,11 @@ export function createPostgresStore({
             })
         : undefined;
       const written = writeOnce(write, first, (error) => {
+        refuseUnstorableJson(error, [
+          ['op.scope', values[SCOPE_PARAM]],
+          ['op.input', values[INPUT_PARAM]],
+          ['event.detail', values[DETAIL_PARAM]],
+        ]);
         // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
         if (isUniqueViolation(error, 'operations_pkey')) {
           throw new ReadbackError(
@@ -378,7 +413,7 @@ export function createPostgresStore({
     transition(id, from, patch, event, guard = {}) {
       try {
         open('transition');
-        requireEvent(event);
+        requireEvent(event, true);
         requireKnownLifecycle(patch);
         // The type forbids identity fields, but a spread record can still carry them at run time. They
         // never change once written, so checking them with a snapshot read before the UPDATE is exact.
@@ -386,9 +421,10 @@ export function createPostgresStore({
         for (const field of IDENTITY_FIELDS) {
           if ((patch as Partial<OperationRecord>)[field] !== undefined) carried.push(field);
         }
-        const { columns, values, json } = patchAssignments(patch, 'updatedAt');
+        const { columns, values, json } = patchAssignments(patch, 'updatedAt', true);
+        // An id Postgres cannot hold names no record (and would fail the statement): nothing to move.
         const write = () =>
-          from.length === 0
+          from.length === 0 || (typeof id === 'string' && !storableText(id, true))
             ? Promise.resolve(null)
             : update(id, from, patch.updatedAt ?? event.at, columns, values, json, event, guard);
         if (carried.length === 0) return write();
@@ -400,6 +436,7 @@ export function createPostgresStore({
 
     async get(id) {
       open('get');
+      if (typeof id === 'string' && !storableText(id, true)) return null;
       const [row] = await rows<OperationRow>(sql.selectById, [id]);
       return row === undefined ? null : recordFromRow(row);
     },
@@ -411,6 +448,7 @@ export function createPostgresStore({
 
     async events(id) {
       open('events');
+      if (typeof id === 'string' && !storableText(id, true)) return [];
       return (await rows<EventRow>(sql.selectEvents, [id])).map(eventFromRow);
     },
 
@@ -427,13 +465,15 @@ export function createPostgresStore({
       requireClaimArgs(limit, leaseMs, owner, now);
 
       // Due-ness uses the caller's `now` (it wrote next_poll_at from its clock); the lease uses the lease clock.
+      // A stored (whole-millisecond) time is at or before `now` exactly when it is at or before floor(now).
+      const at = Math.floor(now);
       const claimed = await rows<WrittenRow>(sql.claimDue, [
-        now,
-        limit,
+        at,
+        Math.min(limit, MAX_LIMIT),
         owner,
         leaseMs,
         RECORD_SCHEMA_VERSION,
-        leaseClock === 'caller' ? now : null,
+        leaseClock === 'caller' ? at : null,
       ]);
       return claimed.map((row): Claim => {
         const record = recordFromRow(row);
@@ -448,7 +488,7 @@ export function createPostgresStore({
         id,
         leaseToken,
         leaseMs,
-        leaseClock === 'caller' ? now : null,
+        leaseClock === 'caller' ? wholeMs(now) : null,
       ]);
       return row === undefined ? null : row.lease_expires_at;
     },
@@ -463,6 +503,39 @@ export function createPostgresStore({
       await end?.();
     },
   };
+}
+
+// Times are bigint milliseconds here, and Postgres refuses a fraction ("invalid input syntax for type bigint")
+// where memory and SQLite keep it: a clock with sub-millisecond resolution, or a fractional contract duration,
+// would fail every write. So a written time is the nearest whole millisecond.
+function wholeMs(ms: number): number {
+  return Number.isInteger(ms) ? ms : Math.round(ms);
+}
+
+// Where the reserve statement binds its JSON texts (recordParams order, then the event's columns).
+const SCOPE_PARAM = 4;
+const INPUT_PARAM = 9;
+const DETAIL_PARAM = 33;
+
+// A JSON string escape jsonb refuses: \u0000, or a surrogate JSON.stringify escaped because it is unpaired.
+// The escape counts only when the backslashes before it are an even number (not themselves escaped).
+const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+
+/**
+ * Turns Postgres refusing a JSON value (22P05 for \u0000, 22P02 for an unpaired surrogate) into an error
+ * naming the field: valid JavaScript that jsonb cannot hold. The statement failed whole, so nothing was
+ * written. Looked for only after the statement failed, so a write that succeeds pays nothing for it.
+ */
+function refuseUnstorableJson(error: unknown, texts: [field: string, text: unknown][]): void {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== '22P05' && code !== '22P02') return;
+  const found = texts.find(([, text]) => typeof text === 'string' && UNSTORABLE_ESCAPE.test(text));
+  if (found === undefined) return;
+  throw new ReadbackError(
+    'store_conflict',
+    `holds a NUL character (\\u0000) or an unpaired UTF-16 surrogate, which PostgreSQL jsonb cannot store (${(error as Error).message})`,
+    found[0],
+  );
 }
 
 // These columns are NOT NULL, so say which field is wrong instead of surfacing a constraint error.

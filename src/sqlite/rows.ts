@@ -1,5 +1,6 @@
 import type { Completion, Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { requireStorableText } from '../store/records.js';
 import type { Lifecycle, NewEvent, OperationEvent, OperationRecord, RecordPatch } from '../store/types.js';
 import type { SqliteValue } from './driver.js';
 import { OPERATION_COLUMN_NAMES } from './sql.js';
@@ -221,10 +222,12 @@ export function recordParams(r: OperationRecord): SqliteValue[] {
 /**
  * Turns a patch into column assignments, skipping undefined ("not given") and unknown keys, and the
  * field named by `omit` (which the caller binds itself); `json` lists the JSON texts it binds, if any.
+ * Text it cannot store as given is refused (see `requireStorableText`; `nul` for PostgreSQL).
  */
 export function patchAssignments(
   patch: RecordPatch,
   omit?: keyof RecordPatch,
+  nul = false,
 ): { columns: string[]; values: SqliteValue[]; json: JsonTexts | undefined } {
   const columns: string[] = [];
   const values: SqliteValue[] = [];
@@ -243,7 +246,10 @@ export function patchAssignments(
       values.push(text);
       json ??= [];
       json.push([field as JsonField, text]);
-    } else values.push(value as SqliteValue);
+    } else {
+      if (typeof value === 'string') requireStorableText(value, `patch.${field}`, nul);
+      values.push(value as SqliteValue);
+    }
   }
   return { columns, values, json };
 }

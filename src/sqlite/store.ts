@@ -8,6 +8,7 @@ import {
   requireKnownLifecycle,
   requirePositiveInt,
   requireRenewArgs,
+  requireStorableOperation,
   requireString,
   requireTime,
 } from '../store/records.js';
@@ -275,6 +276,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       requireString(op.idempotencyKey, 'op.idempotencyKey');
       requireTime(op.requestedAt, 'op.requestedAt');
       requireEvent(event);
+      requireStorableOperation(op);
 
       // Records are never deleted, so a key found without the lock is final: a repeated request
       // (the common retry) answers from a snapshot read and never waits for the batch or its commit.

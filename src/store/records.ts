@@ -69,13 +69,63 @@ export function requirePositiveInt(value: unknown, field: string): void {
   }
 }
 
-/** Checks an event as every backend needs it: a time, a type and an attempt. */
-export function requireEvent(event: NewEvent): void {
+/**
+ * Checks an event as every database backend needs it: a time, a type and an attempt, and text its
+ * columns can hold (see `requireStorableText`; `nul` for a database whose text refuses NUL).
+ */
+export function requireEvent(event: NewEvent, nul = false): void {
   requireTime(event.at, 'event.at');
   requireString(event.type, 'event.type');
   if (typeof event.attempt !== 'number' || !Number.isFinite(event.attempt)) {
     throw new ReadbackError('invalid_options', 'must be a finite number', 'event.attempt');
   }
+  requireStorableText(event.type, 'event.type', nul);
+  requireStorableText(event.actor, 'event.actor', nul);
+  requireStorableText(event.status, 'event.status', nul);
+}
+
+// String.prototype.isWellFormed (Node 20+) is newer than the ES2023 library this package compiles against.
+const wellFormed = (text: string) => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * Refuses text a database text column would not keep as given, before anything is written: an unpaired
+ * UTF-16 surrogate (SQLite and PostgreSQL store replacement characters instead, so two distinct
+ * idempotency keys could become one, and a record would name another target), and, when `nul` is set,
+ * the NUL character, which PostgreSQL text cannot hold. Non-strings are left to the other checks.
+ */
+export function requireStorableText(value: unknown, field: string, nul = false): void {
+  if (typeof value !== 'string' || storableText(value, nul)) return;
+  if (!wellFormed(value)) {
+    throw new ReadbackError(
+      'store_conflict',
+      'holds an unpaired UTF-16 surrogate (a broken character), which the database cannot store as given',
+      field,
+    );
+  }
+  throw new ReadbackError(
+    'store_conflict',
+    'holds a NUL character (\\u0000), which PostgreSQL cannot store',
+    field,
+  );
+}
+
+/**
+ * Whether a text column can hold `text` as given (see `requireStorableText`). A lookup by text that
+ * cannot be stored finds nothing, without asking a database that would fold it into other text or refuse it.
+ */
+export function storableText(text: string, nul = false): boolean {
+  return wellFormed(text) && !(nul && text.includes('\0'));
+}
+
+/** Checks that every text column of a new operation can be stored as given (see `requireStorableText`). */
+export function requireStorableOperation(op: NewOperation, nul = false): void {
+  requireStorableText(op.id, 'op.id', nul);
+  requireStorableText(op.idempotencyKey, 'op.idempotencyKey', nul);
+  requireStorableText(op.action, 'op.action', nul);
+  requireStorableText(op.target, 'op.target', nul);
+  requireStorableText(op.fingerprint, 'op.fingerprint', nul);
+  requireStorableText(op.runId, 'op.runId', nul);
+  requireStorableText(op.actor, 'op.actor', nul);
 }
 
 /** Refuses a patch that names a lifecycle that does not exist. */

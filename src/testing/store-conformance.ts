@@ -6,6 +6,7 @@ import { listingCases } from './conformance/listing.js';
 import { reserveCases } from './conformance/reserve.js';
 import { type CaseBody, ev, move, reserve, T0 } from './conformance/support.js';
 import { transitionCases } from './conformance/transition.js';
+import { valueCases } from './conformance/values.js';
 
 /** One named, self-contained check of an `OperationStore`; `run` rejects when the store breaks the contract. */
 export interface ConformanceCase {
@@ -39,6 +40,7 @@ export function storeConformance(
     ...claimsCases,
     ...renewCases,
     ...isolationCases,
+    ...valueCases,
   ].map(test);
 }
 
