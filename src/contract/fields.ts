@@ -8,7 +8,13 @@ export function unknownField(
 ): { key: string; hint: string } | undefined {
   for (const key of Object.keys(value)) {
     if (known.includes(key)) continue;
-    const near = known.find((k) => k.toLowerCase() === key.toLowerCase() || editDistance(k, key) <= 2);
+    const near = known.find(
+      (k) =>
+        k.toLowerCase() === key.toLowerCase() ||
+        editDistance(k, key) <= 2 ||
+        // A cut-short name: "redact" for "redaction".
+        (key.length >= 4 && k.startsWith(key)),
+    );
     return { key, hint: near ? `; did you mean "${near}"?` : '' };
   }
   return undefined;

@@ -20,6 +20,15 @@ const RUNNER_OPTION_SET: Record<keyof RunnerOptions, true> = {
   shadow: true,
 };
 const RUNNER_OPTIONS = Object.keys(RUNNER_OPTION_SET);
+const TRACE_OPTION_SET: Record<keyof TraceOptions, true> = {
+  sinks: true,
+  redaction: true,
+  recordArguments: true,
+  recordResults: true,
+  claimOf: true,
+  onSinkError: true,
+};
+const TRACE_OPTIONS = Object.keys(TRACE_OPTION_SET);
 // The methods every store needs; `renewLease` is optional.
 const STORE_METHODS = [
   'reserve',
@@ -91,6 +100,15 @@ export function checkPollOptions(options: PollOptions): void {
 
 /** Throws `invalid_options` for trace settings the tracer would trip over later, mid-run or not at all. */
 export function checkTraceOptions(options: TraceOptions): void {
+  // A misspelt `redaction` would drop the user's own secret rules without a word.
+  const unknown = unknownField(options, TRACE_OPTIONS);
+  if (unknown) {
+    throw new ReadbackError(
+      'invalid_options',
+      `is not a trace option${unknown.hint}`,
+      `trace.${unknown.key}`,
+    );
+  }
   options.sinks.forEach((sink, i) => {
     // The tracer calls `types.has` outside the sink's own try: an array here would throw out of the run.
     const types = sink.types as { has?: unknown; [Symbol.iterator]?: unknown } | undefined;

@@ -634,6 +634,12 @@ describe('bad options are refused where they are given, before anything runs', (
     [{ newId: 'op-1' }, 'newId', /must be a function/],
     [{ random: 0.5 }, 'random', /must be a function/],
     [{ actions: {} }, 'actions', /array of actions/],
+    // A misspelt `redaction` used to drop the user's own secret rules in silence.
+    [
+      { trace: { sinks: [{ write() {} }], redact: { keys: ['x'] } } },
+      'trace.redact',
+      /did you mean "redaction"/,
+    ],
   ])('createRunner(%j) is refused, naming %s', (options, field, message) => {
     const error = thrown(() => createRunner(options as never));
     expect(error).toMatchObject({ code: 'invalid_options', field });
