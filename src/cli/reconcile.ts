@@ -81,16 +81,26 @@ const processSignals: StopHook = (stop) => {
  */
 export function collectActions(mod: Record<string, unknown>): AnyAction[] {
   const found = new Set<AnyAction>();
-  const take = (value: unknown) => {
-    if (isAction(value)) found.add(value as AnyAction);
+  const seen = new Set<object>();
+  // Actions grouped as a module likes them (`export const tools = { billing: { refund } }`): missing one
+  // would let `audit` report a module clean, and `reconcile` leave its operations undriven. Only arrays and
+  // plain objects are entered (not a client or a pool exported beside the actions), to a bounded depth.
+  const walk = (value: unknown, depth: number): void => {
+    if (isAction(value)) {
+      found.add(value as AnyAction);
+      return;
+    }
+    if (typeof value !== 'object' || value === null || seen.has(value) || depth > MAX_EXPORT_DEPTH) return;
+    const proto = Object.getPrototypeOf(value);
+    if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return;
+    seen.add(value);
+    for (const item of Object.values(value)) walk(item, depth + 1);
   };
-  for (const value of Object.values(mod)) {
-    if (isAction(value)) take(value);
-    else if (Array.isArray(value)) value.forEach(take);
-    else if (typeof value === 'object' && value !== null) Object.values(value).forEach(take);
-  }
+  for (const value of Object.values(mod)) walk(value, 1);
   return [...found];
 }
+
+const MAX_EXPORT_DEPTH = 6;
 
 // readback's own code (dist/ when built, src/ under tests): frames in it are not where the user's module failed.
 const OWN_CODE = fileURLToPath(new URL('../', import.meta.url));

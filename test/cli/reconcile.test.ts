@@ -615,10 +615,23 @@ describe.skipIf(!pgUp)('readback reconcile: Postgres store flags against a real 
 });
 
 describe('collectActions', () => {
-  it('takes actions exported directly and one level inside arrays and objects, once each', async () => {
+  it('takes actions exported directly and inside arrays and plain objects, once each', async () => {
     const mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
     const actions = collectActions(mod);
     expect(actions.map((a) => a.name)).toEqual(['deliver_note']);
-    expect(collectActions({ nested: { deeper: { deliverNote: mod.deliverNote } } })).toEqual([]);
+    // Grouped deeper, as modules do ({ tools: { billing: [...] } }): missed before, so audit found no debt.
+    const cyclic: Record<string, unknown> = { tools: { billing: [mod.deliverNote] } };
+    cyclic.self = cyclic;
+    expect(collectActions({ grouped: cyclic, again: mod.deliverNote }).map((a) => a.name)).toEqual([
+      'deliver_note',
+    ]);
+  });
+
+  it('does not enter class instances (a client or pool exported beside the actions)', async () => {
+    const mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
+    class Client {
+      action = mod.deliverNote;
+    }
+    expect(collectActions({ client: new Client() })).toEqual([]);
   });
 });
