@@ -82,6 +82,29 @@ export interface Incident {
   answer?: IncidentAnswer;
 }
 
+/**
+ * The number of a JSONL text's last line when a crash cut it off mid-write (no newline after it, and not
+ * valid JSON), or undefined. A trace of the incident under review often ends that way; the lines before it
+ * are whole, and the review reads them.
+ */
+export function tornLastLine(text: string): number | undefined {
+  if (text.endsWith('\n')) return undefined;
+  const start = text.lastIndexOf('\n') + 1;
+  const last = text.slice(start);
+  if (last.trim() === '') return undefined;
+  try {
+    JSON.parse(last);
+    return undefined;
+  } catch {
+    return text.slice(0, start).split('\n').length;
+  }
+}
+
+/** The source name of an incident whose last line was cut off mid-write. */
+export function withTornLine(source: string, line: number | undefined): string {
+  return line === undefined ? source : `${source} (line ${line} cut off mid-write: skipped)`;
+}
+
 /** A location as a reader would look for it: "line 4", "op-01 event 3", "--answer sentence 2". */
 export function describeLocation(at: Location): string {
   const parts: string[] = [];

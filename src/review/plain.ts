@@ -5,7 +5,14 @@
  */
 import { type Check, STATUSES, type Status } from '../contract/types.js';
 import type { InputIssue, ReadOutcome } from './issues.js';
-import { deriveTarget, type Incident, type IncidentCall, type Location } from './model.js';
+import {
+  deriveTarget,
+  type Incident,
+  type IncidentCall,
+  type Location,
+  tornLastLine,
+  withTornLine,
+} from './model.js';
 
 /** The record kinds the plain format knows. */
 export const PLAIN_KINDS = ['request', 'tool_call', 'tool_result', 'verification', 'final_answer'] as const;
@@ -67,12 +74,13 @@ function checksOf(r: LineReader): Check[] {
 /** Parses a plain JSONL incident trace; `source` names it in the review. */
 export function parsePlainTrace(text: string, source: string): ReadOutcome<Incident> {
   const issues: InputIssue[] = [];
-  const incident: Incident = { source, format: 'plain', calls: [] };
+  const torn = tornLastLine(text);
+  const incident: Incident = { source: withTornLine(source, torn), format: 'plain', calls: [] };
   const calls = new Map<string, IncidentCall>();
   const lines = text.split(/\r?\n/);
   lines.forEach((raw, index) => {
     const line = index + 1;
-    if (raw.trim() === '') return;
+    if (raw.trim() === '' || line === torn) return;
     let rec: unknown;
     try {
       rec = JSON.parse(raw);

@@ -7,7 +7,7 @@
 import { STATUSES } from '../contract/types.js';
 import type { CompletionEvent, ExecuteFinishedEvent, ToolSelectedEvent } from '../trace/events.js';
 import type { InputIssue, ReadOutcome } from './issues.js';
-import type { Incident, IncidentCall, Location } from './model.js';
+import { type Incident, type IncidentCall, type Location, tornLastLine, withTornLine } from './model.js';
 
 /** The trace format version this adapter reads. */
 export const READABLE_TRACE_VERSION = 1;
@@ -108,9 +108,10 @@ export function selectRun(incident: Incident, runId: string): Incident | undefin
 export function parseReadbackTrace(text: string, source: string): ReadOutcome<Incident> {
   const issues: InputIssue[] = [];
   const index = new CallIndex();
+  const torn = tornLastLine(text);
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = i + 1;
-    if (raw.trim() === '') return;
+    if (raw.trim() === '' || line === torn) return;
     let e: unknown;
     try {
       e = JSON.parse(raw);
@@ -143,5 +144,5 @@ export function parseReadbackTrace(text: string, source: string): ReadOutcome<In
     else if (e.type === 'completion') completed(index.find(e, at), e as unknown as CompletionEvent, at);
   });
   if (issues.length > 0) return { ok: false, issues };
-  return { ok: true, value: { source, format: 'trace', calls: index.calls } };
+  return { ok: true, value: { source: withTornLine(source, torn), format: 'trace', calls: index.calls } };
 }
