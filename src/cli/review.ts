@@ -20,6 +20,8 @@ function readText(path: string, what: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
+    // A path that names nothing is a mistyped command line, as for a missing store, contract or module.
+    if ((error as { code?: unknown }).code === 'ENOENT') throw new UsageError(`${what} not found: ${path}`);
     throw new CommandError(`could not read ${what} ${path}: ${(error as Error).message}`);
   }
 }

@@ -34,3 +34,11 @@ describe('review of a trace whose writer crashed mid-line', () => {
     expect((await runCli(['review', whole])).code).toBe(1);
   });
 });
+
+describe('review of a path that names nothing', () => {
+  it('is a usage error (exit 2), as a missing store, contract or module is', async () => {
+    const out = await runCli(['review', join(dir, 'no-such.jsonl')]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain('trace not found');
+  });
+});
