@@ -8,7 +8,6 @@ import type {
   RecordPatch,
   TransitionGuard,
 } from '../store/types.js';
-import { pollDelay } from './backoff.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import type { Reading } from './readback.js';
 import { isShadowRecord, ShadowState } from './shadow.js';
@@ -72,29 +71,16 @@ export class RecordWriter {
     });
   }
 
-  /**
-   * The read could not decide (the verifier failed, or saw an old state): the outcome is unknown. The record
-   * stays open and due again, backing off as polls do, until the poll budget counted from the attempt is
-   * spent (its reads or its duration); then it is no longer read on its own, and waits for a `poll` or an
-   * operator. Without the budget a verifier that never recovers would be read, and logged, forever.
-   */
+  /** The read could not decide: keep the record open and due again, with the operation id for recovery. */
   protected unresolved(
     reading: { at: number; code: string; reason: string },
     seen: Partial<Outcome> = {},
   ): Promise<Completion> {
-    const { poll } = this.action;
-    const reads = this.record.reads + 1;
-    const budgetEnd = (this.record.executedAt ?? this.record.requestedAt) + poll.maxDurationMs;
-    const spent = reads >= poll.maxReads || reading.at >= budgetEnd;
-    this.pendingPatch = { ...this.pendingPatch, reads };
-    const retryAt = Math.min(reading.at + pollDelay(poll, reads - 1, this.env.random), budgetEnd);
-    const reason = spent
-      ? `${reading.reason}; no read decided within the budget (${reads} reads, ${poll.maxDurationMs} ms from the attempt), so it is no longer read back on its own: poll it once the verifier works, or resolve it with \`readback ops resolve\``
-      : reading.reason;
+    const retryAt = reading.at + this.action.poll.maxDelayMs;
     return this.park(
-      { ...seen, status: 'unknown', errorCode: reading.code, reason },
+      { ...seen, status: 'unknown', errorCode: reading.code, reason: reading.reason },
       this.record.lifecycle,
-      spent ? null : retryAt,
+      retryAt,
     );
   }
 
