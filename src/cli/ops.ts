@@ -11,6 +11,7 @@ import {
   intFlag,
   isoTime,
   outputWidth,
+  printable,
   shortTime,
   stringFlag,
 } from './format.js';
@@ -62,22 +63,6 @@ const TIMELINE_COLUMNS: readonly Column[] = [
   { header: 'actor', min: 6, max: 24 },
   { header: 'detail', min: 12, grow: true },
 ];
-
-// Control characters (C0, DEL, C1) and the Unicode line separators.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
-const NAMED_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
-/**
- * Free text as one printable line: a note, a tool's error or a model-chosen target can hold line breaks that
- * would forge lines of the output ("status verified") and escape sequences a terminal would obey.
- */
-function printable(text: string): string {
-  return text.replace(
-    UNPRINTABLE,
-    (c) => NAMED_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
 
 function table(columns: readonly Column[], rows: string[][], width: number, maxLines?: number): string {
   const cells = rows.map((row) => row.map(printable));

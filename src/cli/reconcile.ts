@@ -8,7 +8,7 @@ import type { ReconcileReport } from '../runner/reconcile.js';
 import { createRunner } from '../runner/runner.js';
 import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
 import { demoActions, isDemoStore } from './demo-state.js';
-import { CommandError, intFlag, stringFlag } from './format.js';
+import { CommandError, intFlag, printable, stringFlag } from './format.js';
 import { DEFAULT_STORE, openStore, type PostgresOpenOptions } from './store.js';
 
 /** The Postgres store options `reconcile` takes as flags (see `PostgresStoreOptions`). */
@@ -223,7 +223,9 @@ export async function runReconcile(
       if (tty && progressShown) io.stdout.write('\n');
       const why = controller.signal.aborted ? 'stopped' : 'done';
       io.stdout.write(`${why}: ${progressLine(report, true).replace(/^reconcile: /, '')}\n`);
-      if (report.lastError) io.stderr.write(`readback: last error while reconciling: ${report.lastError}\n`);
+      // The error's text comes from a verifier or a store: one line, control characters escaped.
+      if (report.lastError)
+        io.stderr.write(`readback: last error while reconciling: ${printable(report.lastError)}\n`);
     }
     // A single pass is what a cron job runs: a store or action failure must reach its exit status. An
     // operation left unknown (its budget ran out) is an honest outcome, not an error. The loop retries its
