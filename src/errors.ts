@@ -6,6 +6,7 @@ export type ReadbackErrorCode =
   | 'unknown_action'
   | 'unknown_operation'
   | 'store_conflict'
+  | 'unstorable_value'
   | 'approval_mismatch'
   | 'not_awaiting_approval'
   | 'already_settled'

@@ -532,7 +532,7 @@ function refuseUnstorableJson(error: unknown, texts: [field: string, text: unkno
   const found = texts.find(([, text]) => typeof text === 'string' && UNSTORABLE_ESCAPE.test(text));
   if (found === undefined) return;
   throw new ReadbackError(
-    'store_conflict',
+    'unstorable_value',
     `holds a NUL character (\\u0000) or an unpaired UTF-16 surrogate, which PostgreSQL jsonb cannot store (${(error as Error).message})`,
     found[0],
   );

@@ -345,7 +345,14 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       },
       (error) => {
         const at = { target, operationId: id, idempotencyKey: key, attempt: 0 };
-        const misuse = error instanceof ReadbackError && error.code !== 'store_conflict';
+        if (isUnstorable(error) && !shadowState) {
+          // The call's own values (its input, target or key) cannot be kept by this store: retrying the same
+          // call cannot help, changing it can. Nothing ran.
+          const reason = `the operation store cannot keep this call: ${error.message}`;
+          return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
+        }
+        const misuse =
+          error instanceof ReadbackError && error.code !== 'store_conflict' && !isUnstorable(error);
         if (!shadowState || misuse) return storeFailure(error, action as AnyAction, at);
         const call = { target, operationId: id, idempotencyKey: key, ctx, scope, signal, now };
         return runUnrecorded(action as AnyAction, input, call, shadowState, error);
@@ -387,7 +394,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     action: AnyAction,
     at: Pick<Outcome, 'target' | 'operationId' | 'idempotencyKey' | 'attempt'>,
   ): Completion {
-    if (error instanceof ReadbackError && error.code !== 'store_conflict') throw error;
+    if (error instanceof ReadbackError && error.code !== 'store_conflict' && !isUnstorable(error))
+      throw error;
     const nothingExecuted = at.attempt === 0;
     return toCompletion(
       {
@@ -508,4 +516,9 @@ function traced(t: RunTrace, done: Promise<Completion>, shadowState?: ShadowStat
       throw error;
     },
   );
+}
+
+// A store refusing a value it cannot keep as given (see `requireStorableText`): not a misuse of readback.
+function isUnstorable(error: unknown): error is ReadbackError {
+  return error instanceof ReadbackError && error.code === 'unstorable_value';
 }

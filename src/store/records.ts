@@ -97,13 +97,13 @@ export function requireStorableText(value: unknown, field: string, nul = false):
   if (typeof value !== 'string' || storableText(value, nul)) return;
   if (!wellFormed(value)) {
     throw new ReadbackError(
-      'store_conflict',
+      'unstorable_value',
       'holds an unpaired UTF-16 surrogate (a broken character), which the database cannot store as given',
       field,
     );
   }
   throw new ReadbackError(
-    'store_conflict',
+    'unstorable_value',
     'holds a NUL character (\\u0000), which PostgreSQL cannot store',
     field,
   );
