@@ -14,6 +14,9 @@ import { isShadowRecord, ShadowState } from './shadow.js';
 import { type RunTrace, settle } from './trace.js';
 import type { Tracer } from './tracer.js';
 
+// The longest wait between two reads of an operation no read could decide (see `unresolved`).
+const MAX_UNRESOLVED_DELAY_MS = 3_600_000;
+
 /** What every operation drive shares with its runner. */
 export interface DriveEnv {
   store: OperationStore;
@@ -71,12 +74,20 @@ export class RecordWriter {
     });
   }
 
-  /** The read could not decide: keep the record open and due again, with the operation id for recovery. */
+  /**
+   * The read could not decide (the verifier failed, or saw an old copy): keep the record open and due again,
+   * with the operation id for recovery. It is never given up on its own, since the verifier may come back
+   * after any outage, but the longer it has been undecided the rarer the reads: a quarter of the time since
+   * the attempt, at least `poll.maxDelayMs` and at most an hour. A verifier that never recovers then costs a
+   * read and an event an hour, not one every few seconds forever.
+   */
   protected unresolved(
     reading: { at: number; code: string; reason: string },
     seen: Partial<Outcome> = {},
   ): Promise<Completion> {
-    const retryAt = reading.at + this.action.poll.maxDelayMs;
+    const undecidedFor = reading.at - (this.record.executedAt ?? this.record.requestedAt);
+    const delay = Math.max(this.action.poll.maxDelayMs, Math.min(MAX_UNRESOLVED_DELAY_MS, undecidedFor / 4));
+    const retryAt = reading.at + Math.round(delay);
     return this.park(
       { ...seen, status: 'unknown', errorCode: reading.code, reason: reading.reason },
       this.record.lifecycle,

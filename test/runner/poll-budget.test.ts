@@ -34,6 +34,33 @@ function setupDown(maxReads = 5) {
 }
 
 describe('an in-doubt operation whose verifier is down', () => {
+  it('is read ever more rarely, at most an hour apart, and never given up', async () => {
+    const s = setupDown();
+    const first = await s.runner.run(s.action, {}, { runId: 'r1' });
+    expect(first).toMatchObject({ status: 'unknown', errorCode: 'verifier_unavailable' });
+    const gaps: number[] = [];
+    const twoDays = s.clock.now() + 48 * 3_600_000;
+    while (s.clock.now() < twoDays) {
+      const due = (await s.store.get(first.operationId))?.nextPollAt;
+      expect(due).not.toBeNull();
+      gaps.push((due ?? 0) - s.clock.now());
+      s.clock.advance((due ?? 0) - s.clock.now());
+      await s.runner.reconcile({ once: true });
+    }
+    // maxDelayMs at first, then a quarter of the time undecided, capped at an hour.
+    expect(gaps[0]).toBe(8_000);
+    expect(gaps.every((gap, i) => i === 0 || gap >= gaps[i - 1]!)).toBe(true);
+    expect(Math.max(...gaps)).toBe(3_600_000);
+    // Every 8 s for two days would be 21 600 reads, and twice as many events (a claim and a status per read).
+    expect(s.reads()).toBeLessThan(100);
+    expect((await s.store.events(first.operationId)).length).toBeLessThan(2 * 100);
+
+    s.recover();
+    s.clock.advance(((await s.store.get(first.operationId))?.nextPollAt ?? 0) - s.clock.now());
+    await s.runner.reconcile({ once: true });
+    expect(await s.store.get(first.operationId)).toMatchObject({ lifecycle: 'settled', status: 'verified' });
+  });
+
   it('is read again while unknown and settles as soon as the verifier answers', async () => {
     const s = setupDown();
     const first = await s.runner.run(s.action, {}, { runId: 'r1' });
