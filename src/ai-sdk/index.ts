@@ -17,7 +17,7 @@
  * `ai` is an optional peer dependency, imported only by this subpath.
  */
 import { type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
-import type { Action, Completion, RunContext } from '../contract/types.js';
+import type { Action, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
 import {
@@ -28,7 +28,7 @@ import {
   notRunText,
 } from '../integrations/text.js';
 import { guardAnswer } from '../messages/guard.js';
-import type { Runner } from '../runner/runner.js';
+import type { Runner, RunOptions } from '../runner/runner.js';
 
 export { completionText, isCompletion, isErrorStatus };
 
@@ -104,12 +104,14 @@ export function modelOutput(completion: Completion): ModelOutput {
   return isErrorStatus(completion.status) ? { type: 'error-text', value } : { type: 'text', value };
 }
 
-/** The run context for one tool call. */
-function contextOf(options: AiToolOptions, callOptions: ToolCallInfo, defaultRunId: string): RunContext {
+/** The run context for one tool call, with the SDK's tool call id as the trace's `gen_ai.tool.call.id`. */
+function contextOf(options: AiToolOptions, callOptions: ToolCallInfo, defaultRunId: string): RunOptions {
   const scope = resolve(options.scope, callOptions);
   const actor = resolve(options.actor, callOptions);
+  const { toolCallId } = callOptions;
   return {
     runId: resolve(options.runId, callOptions) ?? defaultRunId,
+    ...(typeof toolCallId === 'string' && toolCallId !== '' ? { toolCallId } : {}),
     ...(callOptions.abortSignal ? { signal: callOptions.abortSignal } : {}),
     ...(scope ? { scope } : {}),
     ...(actor ? { actor } : {}),

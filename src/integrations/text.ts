@@ -43,7 +43,35 @@ export function notRunText(completion: Completion): string {
 /** A live tool's own result as text: a string as is, anything else as JSON (`undefined` as an empty string). */
 export function rawText(result: unknown): string {
   if (typeof result === 'string') return result;
-  return result === undefined ? '' : JSON.stringify(result);
+  if (result === undefined) return '';
+  try {
+    return JSON.stringify(result) ?? '';
+  } catch {
+    // The tool ran and answered: a bigint id or a cyclic object must not turn its answer into an error
+    // the model would retry (shadow mode does not deduplicate).
+    return lenientJson(result);
+  }
+}
+
+/** JSON with bigints as strings and repeated objects as `[Circular]`; `String()` if even that fails. */
+function lenientJson(value: unknown): string {
+  const seen = new WeakSet<object>();
+  try {
+    return JSON.stringify(value, (_key, v: unknown) => {
+      if (typeof v === 'bigint') return v.toString();
+      if (typeof v === 'object' && v !== null) {
+        if (seen.has(v)) return '[Circular]';
+        seen.add(v);
+      }
+      return v;
+    });
+  } catch {
+    try {
+      return String(value);
+    } catch {
+      return '[unprintable result]';
+    }
+  }
 }
 
 /**

@@ -104,6 +104,9 @@ export function registerTaskTool(
     {
       createTask: async (args: unknown, extra: TaskExtra) => {
         const store = requireStore(extra);
+        // Derived before the task exists: a scope or run id function that refuses the request must not
+        // leave a task `working` that nothing will ever settle.
+        const ctx = spec.context(extra);
         const task = await store.createTask({
           ttl: extra.taskRequestedTtl ?? options.ttlMs ?? HOUR_MS,
           pollInterval,
@@ -115,7 +118,7 @@ export function registerTaskTool(
         );
         // The call answers with the task now; the work goes on after this request has been answered,
         // so it must not run under the request's abort signal.
-        void settle(runner, spec, store, task.taskId, args, spec.context(extra));
+        void settle(runner, spec, store, task.taskId, args, ctx);
         return { task };
       },
       getTask: (_args: unknown, extra: TaskExtra) => requireStore(extra).getTask(extra.taskId as string),
@@ -159,7 +162,11 @@ async function settle(
   } catch (error) {
     // Only misuse throws out of the runner; the task still has to end, or its client polls forever.
     result = {
-      content: [{ type: 'text', text: `[readback error] ${(error as Error).message ?? String(error)}` }],
+      // Any value may be thrown (a wrapped runner's undefined too); reading `.message` off it must not
+      // turn into an unhandled rejection that takes the server down.
+      content: [
+        { type: 'text', text: `[readback error] ${error instanceof Error ? error.message : String(error)}` },
+      ],
       isError: true,
     };
   }

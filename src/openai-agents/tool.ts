@@ -11,11 +11,11 @@
  * record, the trace, `readback ops list --shadow`); it is never remembered as proof for the guardrail.
  */
 import { type FunctionTool, type RunContext, tool } from '@openai/agents';
-import type { Action, AnyAction, Completion, RunContext as ReadbackRunContext } from '../contract/types.js';
+import type { Action, AnyAction, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
 import { completionText, liveResponse, notRunText } from '../integrations/text.js';
-import type { Runner } from '../runner/runner.js';
+import type { Runner, RunOptions } from '../runner/runner.js';
 import { existingLedger, ledgerOf } from './runs.js';
 
 /** The parts of the SDK's per-call details (`ToolCallDetails`, not exported by the SDK) readback reads. */
@@ -100,6 +100,10 @@ function parametersOf(action: AnyAction): { parameters: unknown; strict: boolean
 /** What the SDK itself shows the model when a tool throws (its default `errorFunction`; not exported by it). */
 const LIVE_TOOL_ERROR_TEXT = 'An error occurred while running the tool. Please try again.';
 
+/** What the model is shown when the scope, actor or run id option refused the call: nothing ran, arguments aside. */
+const CONTEXT_REFUSED_TEXT =
+  '[not executed] The call was refused before the tool ran (its scope, actor or run id could not be determined), so nothing was executed. Changing the arguments will not help.';
+
 /** Longest list of validation issues shown to the model; a schema can report one issue per field. */
 const MAX_ISSUES_TEXT = 500;
 
@@ -156,7 +160,7 @@ export function agentTool<I, O>(
   const shadowed = runner.inShadow(action as AnyAction);
   // Errors the live tool itself threw in shadow mode: shown as the SDK shows any tool's error.
   const fromLiveTool = new WeakSet<object>();
-  const shadowCall = async (input: unknown, ctx: ReadbackRunContext): Promise<unknown> => {
+  const shadowCall = async (input: unknown, ctx: RunOptions): Promise<unknown> => {
     let shadow: Awaited<ReturnType<Runner['shadow']>>;
     try {
       shadow = await runner.shadow(action, input, ctx);
@@ -180,22 +184,34 @@ export function agentTool<I, O>(
     execute: async (input: unknown, runContext?: RunContext<unknown>, call: AgentToolCall = {}) => {
       const owner = runContext ?? (detached as RunContext<unknown>);
       const ledger = ledgerOf(owner);
-      const scope = resolve(options.scope, owner, call);
-      const actor = resolve(options.actor, owner, call);
-      const ctx: ReadbackRunContext = {
-        runId: resolve(options.runId, owner, call) ?? ledger.runId,
-        ...(call.signal ? { signal: call.signal } : {}),
-        ...(scope ? { scope } : {}),
-        ...(actor ? { actor } : {}),
-        ...(options.wait !== undefined ? { wait: options.wait } : {}),
-      };
+      const callId = call.toolCall?.callId;
+      let ctx: RunOptions;
+      try {
+        const scope = resolve(options.scope, owner, call);
+        const actor = resolve(options.actor, owner, call);
+        ctx = {
+          runId: resolve(options.runId, owner, call) ?? ledger.runId,
+          // The model's own call id, for the trace's `gen_ai.tool.call.id`.
+          ...(typeof callId === 'string' && callId !== '' ? { toolCallId: callId } : {}),
+          ...(call.signal ? { signal: call.signal } : {}),
+          ...(scope ? { scope } : {}),
+          ...(actor ? { actor } : {}),
+          ...(options.wait !== undefined ? { wait: options.wait } : {}),
+        };
+      } catch {
+        // The arguments were fine: telling the model they were rejected would have it change them and retry.
+        return CONTEXT_REFUSED_TEXT;
+      }
       if (shadowed) return shadowCall(input, ctx);
       let completion: Completion;
       try {
         completion = await runner.run(action, input, ctx);
       } catch (error) {
-        if (typeof error === 'object' && error !== null) fromRunner.add(error);
-        throw error;
+        // Anything the runner throws goes to the developer; a non-object gets a wrapper the set can hold,
+        // or it would reach the model as "your arguments were rejected" after the effect may have run.
+        const thrown = typeof error === 'object' && error !== null ? error : new Error(String(error));
+        fromRunner.add(thrown);
+        throw thrown;
       }
       ledger.completions.set(completion.operationId, completion);
       if (call.toolCall?.callId) ledger.byCall.set(call.toolCall.callId, completion);
