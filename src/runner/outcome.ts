@@ -10,6 +10,7 @@ import type {
   UnitSummary,
 } from '../contract/types.js';
 import { formMessage } from '../messages/templates.js';
+import { createRedactor, type Redactor } from '../trace/redact.js';
 
 /** Error codes the runner itself produces; actions add their own through `rejected(code, ...)`. */
 export type RunnerCode =
@@ -116,10 +117,20 @@ export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
   draft.checks = outcome.checks ?? [];
   if (outcome.units) draft.units = outcome.units;
   if (outcome.errorCode) draft.errorCode = outcome.errorCode;
-  if (outcome.reason) draft.reason = outcome.reason;
+  if (outcome.reason) draft.reason = redactReason(outcome.reason);
   draft.nextAllowedAction = nextAllowedAction(outcome, action);
   draft.safeToRepeat = safeToRepeat(outcome, action);
   const completion = draft as Completion;
   completion.message = formMessage(draft, action.messages).message;
   return completion;
+}
+
+let reasons: Redactor | undefined;
+
+// A reason often quotes an error from a store, a verifier or a validator (a connection string with its password,
+// a request's Authorization header), and the completion goes to the model and to MCP clients: the trace's
+// built-in rules take the secrets out of it. Reasons are rare on the happy path, so the redactor is made lazily.
+function redactReason(reason: string): string {
+  reasons ??= createRedactor();
+  return reasons.redactField('reason', reason) as string;
 }
