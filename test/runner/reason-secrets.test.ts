@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createRunner, defineAction, memoryStore } from '../../src/index.js';
 
-const input = { '~standard': { version: 1, vendor: 'test', validate: (value: unknown) => ({ value }) } };
+const input = {
+  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
+};
 
 function action(execute: () => Promise<unknown>) {
   return defineAction({
