@@ -11,6 +11,8 @@ export interface Evaluation {
   checks: Check[];
   units?: UnitSummary;
   evidence: Record<string, unknown>;
+  /** Whether the freshness rule passed; absent when none ran (no rule, or a baseline read). */
+  fresh?: boolean;
 }
 
 /** Thrown when `expect` returns something that cannot be checked; the runner reports `unknown`. */
@@ -33,6 +35,20 @@ export function evaluate<I, O>(
   if (scopeCheck && !scopeCheck.pass) {
     return { verdict: 'wrong_scope', checks: [scopeCheck], evidence: { scope: scopeCheck.observed } };
   }
+  // A job the provider reports failed did not do the work, whatever fields it carries: it must not make the
+  // baseline a no_op, or the work is never run. (Running work is left to the checks: executing over it could
+  // double it.)
+  if (options.baseline && action.mode === 'accepted' && action.terminal) {
+    const state = action.terminal(observed);
+    if (state === 'failed') {
+      const check: Check = { name: 'terminal', pass: false, expected: 'succeeded', observed: state };
+      return {
+        verdict: 'mismatch',
+        checks: scopeCheck ? [scopeCheck, check] : [check],
+        evidence: { terminal: state },
+      };
+    }
+  }
   const expectation = action.expect?.(input, observed, ctx);
   const { checks, units, evidence } = normalize(expectation, observed);
   if (scopeCheck) checks.unshift(scopeCheck);
@@ -50,8 +66,19 @@ export function evaluate<I, O>(
   }
   // A matching record that is not provably fresh may be the old state: it proves nothing either way.
   if (verdict === 'pass' && freshCheck && !freshCheck.pass) verdict = 'stale';
-  if (freshCheck) evidence.fresh = freshCheck.observed ?? freshCheck.pass;
-  return { verdict, checks, ...(units ? { units } : {}), evidence };
+  if (!freshCheck) return { verdict, checks, ...(units ? { units } : {}), evidence };
+  evidence.fresh = freshCheck.observed ?? freshCheck.pass;
+  return { verdict, checks, ...(units ? { units } : {}), evidence, fresh: freshCheck.pass };
+}
+
+/** The action's freshness rule judged on its own (undefined when it has none), e.g. for a failed job. */
+export function freshnessOf<I, O>(
+  action: Action<I, O>,
+  input: I,
+  observed: O,
+  ctx: StepContext,
+): Check | undefined {
+  return action.fresh ? freshnessCheck(action.fresh(observed, ctx, input)) : undefined;
 }
 
 // A hand-written rule may return anything: only a boolean, or a check with a boolean `pass`, decides. An
@@ -80,8 +107,14 @@ function checkScope<I, O>(action: Action<I, O>, observed: O, ctx: StepContext): 
   if (!action.scopeOf) return undefined;
   const observedScope = action.scopeOf(observed) ?? {};
   const wanted = ctx.scope;
-  const pass = Object.keys(wanted).every((key) => observedScope[key] === wanted[key]);
+  const pass = Object.keys(wanted).every((key) => sameScopeValue(observedScope[key], wanted[key]));
   return { name: 'scope', pass, expected: wanted, observed: observedScope };
+}
+
+// A numeric id column (tenant_id 42) is the same tenant as the run's "42": calling it another scope would fail
+// an effect that landed, and invite a retry.
+function sameScopeValue(seen: unknown, wanted: string | undefined): boolean {
+  return seen === wanted || (typeof seen === 'number' && String(seen) === wanted);
 }
 
 function normalize(
@@ -102,7 +135,14 @@ function normalize(
   }
   const names = Object.keys(expectation);
   if (names.length === 0) throw new InvalidExpectation('expect() returned no expected fields');
-  if (typeof observed !== 'object' || observed === null) {
+  // A list (a query's rows, empty when the target is missing) or a Map has no fields to read: `{ owner: null }`
+  // would pass on [] or on any Map.
+  if (
+    typeof observed !== 'object' ||
+    observed === null ||
+    Array.isArray(observed) ||
+    observed instanceof Map
+  ) {
     throw new InvalidExpectation('expected fields, but the observation is not a record');
   }
   const record = observed as Record<string, unknown>;
@@ -112,7 +152,7 @@ function normalize(
   for (const name of names) {
     const expected = (expectation as Record<string, unknown>)[name];
     const seen = record[name];
-    checks.push({ name, pass: plainEqual(seen, expected), expected, observed: seen });
+    checks.push({ name, pass: fieldEqual(name, seen, expected), expected, observed: seen });
     setField(evidence, name, toPlain(seen));
   }
   return { checks, evidence };
@@ -132,14 +172,22 @@ function unitChecks(units: Unit[]): {
   units: UnitSummary;
   evidence: Record<string, unknown>;
 } {
-  const checks = units.map((unit) => ({
-    name: `unit:${unit.target}`,
-    pass:
-      unit.observed !== null &&
-      Object.entries(unit.expected).every(([key, value]) => plainEqual(unit.observed?.[key], value)),
-    expected: unit.expected,
-    observed: unit.observed,
-  }));
+  const checks = units.map((unit) => {
+    const observed = unit.observed;
+    // `rows.find(...)` gives undefined for a missing row, `rows.filter(...)` an empty list: absent, like null,
+    // or `{ owner: null }` would pass.
+    const found = typeof observed === 'object' && observed !== null && !Array.isArray(observed);
+    return {
+      name: `unit:${unit.target}`,
+      pass:
+        found &&
+        Object.entries(unit.expected).every(([key, value]) =>
+          fieldEqual(`${unit.target}.${key}`, observed[key], value),
+        ),
+      expected: unit.expected,
+      observed: found ? observed : null,
+    };
+  });
   const failedTargets = units.filter((_, i) => !checks[i]?.pass).map((u) => u.target);
   const summary = {
     required: units.length,
@@ -154,6 +202,49 @@ function unitChecks(units: Unit[]): {
       .map((u) => [u.target, u.observed]),
   );
   return { checks, units: summary, evidence: { units: summary, failedObserved } };
+}
+
+// The canonical form writes an instance with no own fields (a URL, a Temporal time, an Error) as `{}`, so any
+// two such values compare equal: a match on one proves nothing, and the expectation is refused instead.
+// Only an expected object can match one, so a primitive expectation (the usual field) costs one typeof.
+function fieldEqual(name: string, seen: unknown, expected: unknown): boolean {
+  if (!plainEqual(seen, expected)) return false;
+  // The very same object (an expectation read from the observation) is equal whatever it holds.
+  if (typeof expected !== 'object' || expected === null || seen === expected) return true;
+  const found = opaqueIn(expected, 0) ?? opaqueIn(seen, 0);
+  if (found !== undefined) {
+    throw new InvalidExpectation(
+      `"${name}" compares a ${found} with no own fields, which readback cannot tell apart from another; expect plain data (a string, say)`,
+    );
+  }
+  return true;
+}
+
+// The class name of the first instance without own fields inside `value`, if any.
+function opaqueIn(value: unknown, depth: number): string | undefined {
+  if (typeof value !== 'object' || value === null || depth > 100 || value instanceof Date) return undefined;
+  const items = Array.isArray(value)
+    ? value
+    : value instanceof Map || value instanceof Set
+      ? [...value.values()]
+      : undefined;
+  if (items) {
+    for (const item of items) {
+      const found = opaqueIn(item, depth + 1);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  const keys = Object.keys(value);
+  const proto = Object.getPrototypeOf(value);
+  if (keys.length === 0 && proto !== Object.prototype && proto !== null) {
+    return (proto as { constructor?: { name?: unknown } }).constructor?.name?.toString() || 'object';
+  }
+  for (const key of keys) {
+    const found = opaqueIn((value as Record<string, unknown>)[key], depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 function isUnit(value: unknown): value is Unit {

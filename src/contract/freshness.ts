@@ -1,12 +1,28 @@
+import { ReadbackError } from '../errors.js';
 import type { Check, FreshnessRule, StepContext } from './types.js';
 
 type Getter<O, T> = (observed: O) => T;
 
+// A time of day with no zone after it ("2026-11-30 06:00:00", SQLite's CURRENT_TIMESTAMP): Date.parse reads it
+// in the server's local zone, so west of UTC an hours-old row would pass as written after the start.
+const TIME_OF_DAY = /\d:\d\d/;
+// A time of day followed by a zone: Z, an offset (+00, -05:00, +0000) or GMT/UTC/UT.
+const ZONED_TIME = /\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*(?:[zZ]|[+-]\d\d(?::?\d\d)?\b|(?:GMT|UTC|UT)\b)/;
+
+// The last millisecond of year 9999. A later update time is not a real one: most often epoch microseconds
+// read as milliseconds (year 57 000), which would pass any start; past ±8.64e15 a Date cannot even be printed.
+const LATEST_MS = 253_402_300_799_999;
+const EARLIEST_MS = -8.64e15;
+
 function toMillis(value: unknown): number {
-  if (value instanceof Date) return value.getTime();
-  if (typeof value === 'number') return value;
-  if (typeof value === 'string') return Date.parse(value);
-  return Number.NaN;
+  let ms: number;
+  if (value instanceof Date) ms = value.getTime();
+  else if (typeof value === 'number') ms = value;
+  else if (typeof value === 'string') {
+    // Refused rather than guessed at: which zone the writer meant is not in the text.
+    ms = TIME_OF_DAY.test(value) && !ZONED_TIME.test(value) ? Number.NaN : Date.parse(value);
+  } else return Number.NaN;
+  return ms >= EARLIEST_MS && ms <= LATEST_MS ? ms : Number.NaN;
 }
 
 /** The observed version must be greater than the baseline read's version (needs a `before` read). */
@@ -50,6 +66,14 @@ function carriesOperationId(event: unknown, ctx: StepContext): boolean {
 
 /** The observed update time must be at or after this attempt's start, less `toleranceMs` of clock skew. */
 function updatedAfterStart<O>(getUpdatedAt: Getter<O, unknown>, toleranceMs = 0): FreshnessRule<unknown, O> {
+  // A NaN or infinite tolerance would fail every read with a RangeError instead of a check.
+  if (typeof toleranceMs !== 'number' || !Number.isFinite(toleranceMs) || toleranceMs < 0) {
+    throw new ReadbackError(
+      'invalid_contract',
+      `must be a finite number of milliseconds ≥ 0; got ${String(toleranceMs)}`,
+      'freshness.updatedAfterStart(toleranceMs)',
+    );
+  }
   return (observed, ctx) => {
     const updatedAt = toMillis(getUpdatedAt(observed));
     const earliest = ctx.startedAt.getTime() - toleranceMs;
@@ -70,7 +94,9 @@ function contentHash<I, O>(
   return (observed, _ctx, input) => {
     const expected = expectedHash(input);
     const hash = getHash(observed);
-    return { name: 'fresh:content_hash', pass: hash === expected, expected, observed: hash ?? null };
+    // Two missing hashes (undefined === undefined) prove nothing about what was written.
+    const pass = typeof expected === 'string' && expected !== '' && hash === expected;
+    return { name: 'fresh:content_hash', pass, expected, observed: hash ?? null };
   };
 }
 
@@ -91,7 +117,8 @@ function idempotencyKeyIn<O>(getKey: Getter<O, string | null | undefined>): Fres
 function all<I, O>(...rules: FreshnessRule<I, O>[]): FreshnessRule<I, O> {
   return (observed, ctx, input) => {
     const checks: Check[] = rules.map((rule) => asCheck(rule(observed, ctx, input), 'fresh'));
-    return { name: 'fresh:all', pass: checks.every((c) => c.pass), observed: checks };
+    // Only a boolean true passes, as for a rule on its own: a truthy "false" or a promise proves nothing.
+    return { name: 'fresh:all', pass: checks.every((c) => c?.pass === true), observed: checks };
   };
 }
 

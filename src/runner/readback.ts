@@ -1,6 +1,6 @@
 import { requirePlain, UnusableValue } from '../canonical.js';
 import type { Clock } from '../clock.js';
-import { type Evaluation, evaluate, InvalidExpectation } from '../contract/evaluate.js';
+import { type Evaluation, evaluate, freshnessOf, InvalidExpectation } from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
 import { isDenial } from '../errors.js';
 import { StepTimeout, withDeadline } from './timeout.js';
@@ -77,9 +77,22 @@ function judge(
       };
     }
     if (action.mode === 'accepted' && terminal !== 'succeeded') {
+      // A failed state fails the operation, so it too must be shown to be this operation's: a lagging read of
+      // an earlier failed job would otherwise fail work that is running or done, and invite doing it again.
+      const fresh = terminal === 'failed' ? freshnessOf(action, input, observed, ctx) : undefined;
+      if (fresh && !fresh.pass) {
+        const evidence = { terminal, fresh: fresh.observed ?? fresh.pass };
+        return { kind: 'observed', at, evaluation: { verdict: 'stale', checks: [fresh], evidence } };
+      }
       return { kind: 'observed', at, ...(terminal ? { terminal } : {}), evaluation: null };
     }
-    const evaluation = evaluate(action, input, observed, ctx);
+    let evaluation = evaluate(action, input, observed, ctx);
+    // Finished work that is not provably this operation's (a lagging read of an earlier job) says nothing about
+    // this one: it must not fail it either, or the work is done again; polling goes on within the budget.
+    const unproven = evaluation.verdict === 'mismatch' || evaluation.verdict === 'partial';
+    if (unproven && evaluation.fresh === false && action.mode === 'accepted') {
+      evaluation = { ...evaluation, verdict: 'stale' };
+    }
     return { kind: 'observed', at, ...(terminal ? { terminal } : {}), evaluation };
   } catch (error) {
     if (error instanceof UnusableValue) {
