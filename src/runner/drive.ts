@@ -293,9 +293,12 @@ export class Drive extends RecordWriter {
   private async rereadWithin(deadline: number, phase: ReadPhase, first: Reading): Promise<Completion> {
     const { action, env } = this;
     let reading = first;
-    while (env.clock.now() + action.settle.intervalMs <= deadline) {
+    // A window shorter than one interval still gets its re-read, at its end: without it a write that lands
+    // within the window would be judged on the first read alone, and fail.
+    let step = Math.min(action.settle.intervalMs, deadline - env.clock.now());
+    while (step > 0 && env.clock.now() + step <= deadline) {
       try {
-        await env.clock.sleep(action.settle.intervalMs, this.run.signal);
+        await env.clock.sleep(step, this.run.signal);
       } catch {
         // Stopped before the window ended: the lag could still resolve, so this read decides nothing.
         return this.unresolved({
@@ -306,6 +309,7 @@ export class Drive extends RecordWriter {
       }
       reading = await this.read(phase);
       if (decisive(reading)) break;
+      step = action.settle.intervalMs;
     }
     return this.concludeRead(reading, phase === 'in_doubt');
   }

@@ -108,3 +108,29 @@ describe('accepted work near the end of its poll budget', () => {
     });
   });
 });
+
+describe('a settle window shorter than one interval', () => {
+  it('still re-reads at its end, so a write the replica shows within the window verifies', async () => {
+    const clock = new FakeClock();
+    const start = clock.now();
+    let written = false;
+    const action = defineAction({
+      name: 'set_flag',
+      description: 'Sets a flag.',
+      postcondition: 'The flag is set.',
+      input: { '~standard': { version: 1, vendor: 'test', validate: (value: unknown) => ({ value }) } },
+      target: () => 'flag',
+      execute: async () => {
+        written = true;
+        return { ok: true };
+      },
+      // A replica 50 ms behind the primary.
+      observe: async () => (written && clock.now() >= start + 50 ? { set: true } : { set: false }),
+      expect: () => ({ set: true }),
+      settle: { timeoutMs: 80 },
+    });
+    const c = await createRunner({ store: memoryStore(), clock }).run(action, {}, { runId: 'r' });
+    expect(c.status).toBe('verified');
+    expect(clock.now() - start).toBe(80);
+  });
+});
