@@ -165,7 +165,21 @@ export class Drive extends RecordWriter {
         reason: 'the target belongs to another scope; nothing was executed',
       });
     }
-    if (evaluation.verdict === 'pass' || action.acceptable?.(input, observed)) {
+    let acceptable = false;
+    if (evaluation.verdict !== 'pass' && action.acceptable) {
+      // Only `true` makes the call a no_op: a truthy promise (an async hook) would skip the work every time. A
+      // hook that throws decides nothing, so nothing runs, as when the baseline cannot be checked.
+      try {
+        acceptable = action.acceptable(input, observed) === true;
+      } catch (error) {
+        return this.stayRequested({
+          status: 'failed',
+          errorCode: 'invalid_expectation',
+          reason: `acceptable() failed on the baseline: ${describeError(error)}`,
+        });
+      }
+    }
+    if (evaluation.verdict === 'pass' || acceptable) {
       return this.finish({ ...seen, status: 'no_op', reason: 'the target already satisfied the request' });
     }
     return undefined;

@@ -85,6 +85,8 @@ export function nextAllowedAction(outcome: Outcome, action: AnyAction): NextAllo
     case 'unknown':
       return outcome.errorCode && POLLABLE.has(outcome.errorCode) ? 'poll' : 'ask_user';
     case 'failed':
+      // The target is another tenant's: the same call would reach it again, and a write may have landed there.
+      if (outcome.errorCode === 'wrong_scope') return 'ask_user';
       if (outcome.nothingExecuted && !REPAIRABLE.has(outcome.errorCode ?? '')) {
         return outcome.errorCode === 'not_authorized' ? 'ask_user' : 'retry';
       }
