@@ -1,5 +1,6 @@
 import type { AnyAction, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { storableText } from '../store/records.js';
 import type { OperationStore } from '../store/types.js';
 import { toCompletion } from './outcome.js';
 
@@ -16,8 +17,6 @@ export interface ReviewDecision {
 // different name (or a forged line) wherever the decision is shown.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-// With the `u` flag a well-formed surrogate pair is one code point, so this matches only a lone half.
-const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /**
  * What is wrong with decision text, or undefined: NUL (Postgres jsonb refuses it) and lone surrogates (not
@@ -25,9 +24,10 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
  */
 export function decisionTextProblem(text: string, oneLine: boolean): string | undefined {
   if (oneLine && CONTROL.test(text)) return 'must not contain control characters or line breaks';
-  if (text.includes('\u0000')) return 'must not contain a NUL character';
-  if (LONE_SURROGATE.test(text)) return 'must be well-formed Unicode (it has a lone surrogate)';
-  return undefined;
+  if (storableText(text, true)) return undefined;
+  return text.includes('\u0000')
+    ? 'must not contain a NUL character'
+    : 'must be well-formed Unicode (it has a lone surrogate)';
 }
 
 function checkText(text: string, field: string, oneLine: boolean): void {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/sqlite/index.js';
-import type { Lifecycle, OperationStore } from '../../src/store/types.js';
+import { type Lifecycle, OPEN_LIFECYCLES, type OperationStore } from '../../src/store/types.js';
 import { createHelpdesk } from '../../src/testing/helpdesk.js';
 import { runCli } from './support.js';
 
@@ -50,15 +50,7 @@ async function reserveAt(store: OperationStore, id: string, lifecycle: Lifecycle
 
 describe('ops resolve, adversarially', () => {
   it('resolves every open lifecycle keeping earlier events, and refuses a settled one changing nothing', async () => {
-    const all: Lifecycle[] = [
-      'requested',
-      'awaiting_approval',
-      'executing',
-      'accepted',
-      'running',
-      'timed_out',
-      'settled',
-    ];
+    const all: Lifecycle[] = [...OPEN_LIFECYCLES, 'settled'];
     await seed(async (store) => {
       for (const l of all) await reserveAt(store, `op-${l}`, l);
     });
