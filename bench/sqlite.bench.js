@@ -3,14 +3,22 @@
 // each in turn, and the concurrent ones alternate, so machine noise hits them alike; we report medians
 // of per-round rates and the median of per-round ratios.
 import { execFileSync } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { createRunner, defineAction } from '../dist/index.js';
+import { createRunner } from '../dist/index.js';
 import { sqliteStore } from '../dist/sqlite/index.js';
-import { BEGIN, COMMIT, INSERT_EVENT, INSERT_OPERATION, updateOperationSql } from '../dist/sqlite/sql.js';
+import { INSERT_EVENT, INSERT_OPERATION } from '../dist/sqlite/sql.js';
+import {
+  DIR,
+  dispose,
+  freshPath,
+  handSteps,
+  makeAction,
+  openStore,
+  runnerSteps,
+  TO_EXECUTING,
+  TO_SETTLED,
+} from './sqlite-shared.js';
 
 const SEQ_OPS_FULL = Number(process.env.BENCH_SEQ_OPS_FULL ?? 300);
 const SEQ_OPS_NORMAL = Number(process.env.BENCH_SEQ_OPS_NORMAL ?? 3_000);
@@ -19,159 +27,6 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const BATCHES_ON = Number(process.env.BENCH_BATCHES ?? 20);
 // One commit per write is far slower; fewer batches keep its rounds to a similar wall time.
 const BATCHES_OFF = Number(process.env.BENCH_BATCHES_OFF ?? 3);
-// On the real disk, not tmpfs: the point is what an fsync costs. BENCH_DIR overrides.
-const ROOT = process.env.BENCH_DIR ?? tmpdir();
-mkdirSync(ROOT, { recursive: true });
-const DIR = mkdtempSync(join(ROOT, 'readback-bench-'));
-let files = 0;
-const freshPath = () => join(DIR, `b-${++files}.db`);
-
-// The target system: a Map with no I/O, so the store's writes are all that cost anything.
-function makeAction() {
-  const rows = new Map();
-  return defineAction({
-    name: 'set_status',
-    description: 'Sets a row status',
-    input: {
-      '~standard': {
-        version: 1,
-        vendor: 'bench',
-        validate: (value) => ({ value }),
-      },
-    },
-    target: (input) => `row:${input.id}`,
-    postcondition: 'The row has the requested status.',
-    execute: async (input) => {
-      rows.set(input.id, { id: input.id, status: input.status });
-      return { ok: true };
-    },
-    observe: async (input) => rows.get(input.id) ?? null,
-    expect: (input) => ({ status: input.status }),
-  });
-}
-
-async function openStore(durability, groupCommit) {
-  const path = freshPath();
-  return { path, store: await sqliteStore({ path }, { durability, groupCommit }) };
-}
-
-function dispose(path) {
-  for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
-}
-
-/** Sequential: one `runner.run` per step, each a committed action that must come back verified. */
-async function runnerSteps(durability, groupCommit) {
-  const { path, store } = await openStore(durability, groupCommit);
-  const runner = createRunner({ store });
-  const action = makeAction();
-  return {
-    async step(i) {
-      const c = await runner.run(action, { id: `r${i}`, status: 'done' }, { runId: 'bench' });
-      if (c.status !== 'verified') throw new Error(`runner action ${i} came back ${c.status}`);
-    },
-    async close() {
-      await store.close();
-      dispose(path);
-    },
-  };
-}
-
-const OP_COLUMNS = 27;
-// The runner's two UPDATEs for a committed action, as `updateOperationSql` builds them: the move to
-// executing (from requested, under the attempt guard) and the settle. `checkSameStatements` proves at
-// start that these, with INSERT_OPERATION and INSERT_EVENT, are exactly the writes the store issues.
-const TO_EXECUTING = updateOperationSql(
-  ['lifecycle', 'attempt', 'executed_at', 'in_flight_until', 'next_poll_at'],
-  1,
-);
-const TO_SETTLED = updateOperationSql(
-  ['lifecycle', 'status', 'completion', 'next_poll_at', 'last_observed_at'],
-  1,
-);
-// As long as the completion the runner stores for one of these actions (its message, checks, evidence).
-const COMPLETION = JSON.stringify({ status: 'verified', padding: 'x'.repeat(640) });
-const SETTLE_DETAIL = '{"raw":{"ok":true},"errorCode":null}';
-
-/**
- * The same record writes with better-sqlite3 by hand: the reserve INSERT + event, the executing UPDATE
- * + event, the settle UPDATE + event, each in its own BEGIN IMMEDIATE … COMMIT as the runner's
- * sequential path commits them, with the target's write and read between them. Same schema and pragmas
- * (the store creates the file), same statement texts, and values of the same shape and size as the
- * runner's (random UUID ids, SHA-256 fingerprints, a completion of the same length), so both write the
- * same pages; but no record objects, no JSON encoding or parsing, no read-backs, no checks.
- */
-async function handSteps(durability) {
-  const { path, store } = await openStore(durability, false);
-  await store.close();
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
-  const begin = db.prepare(BEGIN);
-  const commit = db.prepare(COMMIT);
-  const insertOp = db.prepare(INSERT_OPERATION);
-  const insertEvent = db.prepare(INSERT_EVENT);
-  const toExecuting = db.prepare(TO_EXECUTING);
-  const toSettled = db.prepare(TO_SETTLED);
-  const rows = new Map();
-  const tx = (body) => {
-    begin.run();
-    body();
-    commit.run();
-  };
-  const step = async (i) => {
-    const id = `op_${randomUUID()}`;
-    const now = Date.now();
-    const fingerprint = createHash('sha256').update(`set_status:r${i}`).digest('hex');
-    const key = `bench:set_status:${fingerprint.slice(0, 32)}`;
-    const input = `{"id":"r${i}","status":"done"}`;
-    const params = Array(OP_COLUMNS).fill(null);
-    params.splice(
-      0,
-      12,
-      id,
-      1,
-      'set_status',
-      `row:r${i}`,
-      '{}',
-      fingerprint,
-      key,
-      'bench',
-      null,
-      input,
-      0,
-      'requested',
-    );
-    params[13] = now;
-    params[14] = now;
-    params[19] = now + 35_000;
-    params[20] = 0;
-    if (params.length !== OP_COLUMNS) throw new Error('bad params');
-    tx(() => {
-      insertOp.run(params);
-      insertEvent.run(id, id, 1, now, 'reserved', null, 'requested', null, null, 0, null);
-    });
-    tx(() => {
-      // lifecycle, attempt, executed_at, in_flight_until, next_poll_at, updated_at; id, from; guards.
-      toExecuting.get('executing', 1, now, null, now + 60_000, now, id, 'requested', 0, null, 1, 0);
-      insertEvent.run(id, id, 1, now, 'executing', 'requested', 'executing', null, null, 1, null);
-    });
-    await Promise.resolve(rows.set(`r${i}`, { status: 'done' }));
-    const row = await Promise.resolve(rows.get(`r${i}`));
-    if (row?.status !== 'done') throw new Error(`hand action ${i} did not verify`);
-    tx(() => {
-      // lifecycle, status, completion, next_poll_at, last_observed_at, updated_at; id, from; guards.
-      toSettled.get('settled', 'verified', COMPLETION, null, now, now, id, 'executing', 0, null, 0, null);
-      insertEvent.run(id, id, 1, now, 'settled', 'executing', 'settled', 'verified', null, 1, SETTLE_DETAIL);
-    });
-  };
-  return {
-    step,
-    async close() {
-      db.close();
-      dispose(path);
-    },
-  };
-}
 
 /**
  * Runs one action through the runner on a connection that records every statement executed, and
