@@ -30,38 +30,32 @@ export interface Redactor {
   redactField(key: string, value: unknown): unknown;
 }
 
-// Keys whose values are secrets whatever they look like. `pass` alone is not here: checks carry `pass`.
+// Keys whose values are secrets whatever they look like. `pass` alone is not here: checks carry `pass`. Words
+// may be apart by a space or dot as well (`Pass Word`, `API Key`, `api.key`: form labels and config paths).
 const SECRET_KEY =
-  /passw(?:or)?d|passphrase|^pwd$|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|authori[sz]ation|^auth$|cookie|session[-_]?(?:id|key)|credential|card[-_]?(?:number|num|no)$|^(?:pan|cvv2?|cvc|ssn)$|signature/i;
+  /pass[-_ .]?w(?:or)?d|passphrase|passcode|^pwd$|secret|token|api[-_ .]?key|access[-_ .]?key|private[-_ .]?key|authori[sz]ation|^auth$|cookie|session[-_ .]?(?:id|key)|credential|card[-_ .]?(?:number|num|no)$|^(?:pan|cvv2?|cvc|ssn)$|signature/i;
 
-// The keywords of `name=value` assignments, in the spellings found in real messages (see `cases`): config
-// lines, query strings (`X-Amz-Signature=`, `sig=`), headers (`X-Api-Key:`, `Cookie:`) and JSON text.
-// Each ends in a letter (see `assignmentBefore`).
+// The keywords of `name=value` assignments, lower case and matched in any case (`X-API-Key:`, `Api_Key=`,
+// `PASSWORD=`, `SessionID=`): config lines, query strings (`X-Amz-Signature=`, `sig=`), headers (`Cookie:`) and
+// JSON text. Each ends in a letter (see `assignmentBefore`).
 const ASSIGNMENT_KEYS = [
-  ...[
-    'passwd',
-    'password',
-    'pwd',
-    'passphrase',
-    'secret',
-    'secret_key',
-    'secretKey',
-    'private_key',
-    'privateKey',
-    'token',
-    'api_key',
-    'api-key',
-    'apikey',
-    'apiKey',
-    'access_key',
-    'access-key',
-    'accessKey',
-    'signature',
-    'sig',
-    'cookie',
-  ].flatMap(cases),
-  'Api-Key',
+  ...['passwd', 'password', 'pwd', 'passphrase', 'secret', 'token', 'signature', 'sig', 'cookie'],
+  ...['secret', 'private', 'api', 'access'].flatMap((word) => [`${word}_key`, `${word}-key`, `${word}key`]),
+  // `session_id=…` in query strings and logs, `;jsessionid=…` in Java URLs.
+  ...['session_id', 'session-id', 'sessionid'],
 ];
+
+// What may stand between two digit groups of a card number: spaces (also no-break and the narrow and figure
+// spaces of formatted numbers), tabs and dashes.
+const CARD_GAP = '[ \\t\\u00a0\\u2007\\u202f-]';
+
+// The comma-separated `name=value` list of a Digest or AWS SigV4 header: one parameter (`response=`,
+// `Signature=`) is the secret, so the whole list goes.
+const AUTH_PARAM = '[\\w-]+=(?:"[^"]*"|[^\\s,"]*)';
+const AUTH_PARAMS = `${AUTH_PARAM}(?:\\s*,\\s*${AUTH_PARAM})*`;
+
+// Schemes whose credential goes whatever it looks like (`Basic dXNlcjpwYXNz` has no digit).
+const AUTH_SCHEME = '(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)';
 
 // One alternation, scanned once per string; each group names the kind of secret it found. No `i` flag and no
 // leading lookbehinds: every branch starts with a literal or a digit, which keeps the scan about 30% cheaper.
@@ -69,31 +63,44 @@ const ASSIGNMENT_KEYS = [
 const SECRET_VALUE = new RegExp(
   [
     // A block cut short (a truncated message) has no END line: everything after its BEGIN line goes.
-    '(?<private_key>-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----(?:[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----|[\\s\\S]*))',
-    '(?<bearer>(?:[Bb]earer|BEARER)\\s+[A-Za-z0-9\\-._~+/]{8,}=*)',
+    // Labels are short ("ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK"): unbounded ones made a text with many
+    // "PRIVATE KEY" after one BEGIN quadratic to scan.
+    '(?<private_key>-----BEGIN [A-Z ]{0,40}PRIVATE KEY[A-Z ]{0,40}-----(?:[\\s\\S]*?-----END [A-Z ]{0,40}PRIVATE KEY[A-Z ]{0,40}-----|[\\s\\S]*))',
+    // A header value after its name goes whatever its scheme (`Token …`, `Bearer: …`, none); `replaceDefault`
+    // names it by its scheme. A credential has 8+ characters; after an unknown word or none, also a digit or
+    // symbol, or 20+ characters, so prose ("Authorization: invalid credentials") is left alone.
+    `(?<authorization>(?:[Aa]uthorization|AUTHORIZATION)(?:\\\\?["'])?\\s*[=:]\\s*(?:\\\\?["'])?(?:[A-Za-z][\\w-]*\\s+${AUTH_PARAMS}|${AUTH_SCHEME}:?\\s+[^\\s,;"'\\\\]{8,}|(?:[A-Za-z][\\w-]*:?\\s+)?(?:(?=[^\\s,;"'\\\\]*[\\d+/=._~-])[^\\s,;"'\\\\]{8,}|[^\\s,;"'\\\\]{20,})))`,
+    '(?<bearer>(?:[Bb]earer|BEARER)(?::\\s*|\\s+)[A-Za-z0-9\\-._~+/]{8,}=*)',
     // Basic credentials are base64, so a digit, '+', '/' or '=' tells them from the word "basic" in prose.
     '(?<basic_auth>(?:[Bb]asic|BASIC)\\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})',
-    '(?<jwt>eyJ[A-Za-z0-9_-]{5,}\\.[A-Za-z0-9_-]{5,}\\.[A-Za-z0-9_-]*)',
+    // Only where a token starts (the lookbehind runs only after `eyJ`): in a long base64 run, every `eyJ` inside
+    // would start a scan to the run's end, quadratic in its length.
+    '(?<jwt>eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{5,}\\.[A-Za-z0-9_-]{5,}\\.[A-Za-z0-9_-]*)',
     '(?<api_key>(?:sk|rk|pk|SK|RK|PK)[-_](?:live[-_]|test[-_]|proj[-_]|ant[-_])?[A-Za-z0-9_-]{16,})',
-    '(?<aws_key>A[KS]IA[0-9A-Z]{16})',
+    // A bare secret access key (40 base64 characters) cannot be told from other ids, except right after its key
+    // id (`AKIA…,wJalr…`: the credentials CSV, `aws configure` output); elsewhere only its label finds it.
+    '(?<aws_key>A[KS]IA[0-9A-Z]{16}(?:[\\s,;:|"\'=]{1,8}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))?)',
     '(?<github_token>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})',
     '(?<slack_token>xox[abposr]-[A-Za-z0-9-]{10,})',
     '(?<google_key>AIza[0-9A-Za-z_-]{35})',
-    // The user name may be empty (`redis://:password@host`).
-    '(?<url_credentials>://[^\\s:/@]*:[^\\s/@]+@)',
+    // The user name may be empty (`redis://:password@host`), the password may hold an unescaped `@` (the host
+    // starts after the last one), and a long user name alone is a token (`https://<token>@github.com/…`).
+    '(?<url_credentials>://(?:[^\\s:/@?#]*:[^\\s/?#]+|[^\\s:/@?#]{16,})@)',
     // The keyword may be a quoted JSON key (`"password": "…"`, or `\\"password\\"` in JSON inside JSON), and a
     // quoted value goes whole, spaces and all, up to its closing quote (or the end of a cut-short text).
-    `(?<assignment>(?:${ASSIGNMENT_KEYS.join('|')})(?:\\\\?["'])?\\s*[=:]\\s*(?:\\\\?"(?:[^"\\\\]|\\\\[^"])*(?:\\\\?")?|'[^']*'?|[^\\s,;&"']+))`,
+    `(?<assignment>(?:${ASSIGNMENT_KEYS.map(anyCase).join('|')})(?:\\\\?["'])?\\s*[=:]\\s*(?:\\\\?"(?:[^"\\\\]|\\\\[^"])*(?:\\\\?")?|'[^']*'?|[^\\s,;&"']+))`,
     // Starts only where a token starts: a digit inside a word ("a1 4111…") would otherwise begin a
     // candidate that is refused as a whole, and the scan would resume after the real card.
-    '(?<card_number>(?<![\\w.-])\\d(?:[ -]?\\d){12,18})',
+    // Groups may be apart by up to 3 spaces, dashes, tabs or no-break spaces ("4111  1111", "4111 - 1111"), or
+    // written as four dotted groups of four.
+    `(?<card_number>(?<![\\w.-])(?:\\d{4}(?:\\.\\d{4}){3}|\\d(?:${CARD_GAP}{0,3}\\d){12,18}))`,
   ].join('|'),
   'g',
 );
 
-// `password`, `Password` and `PASSWORD`: the spellings found in real messages, without a slower `i` flag.
-function cases(word: string): string[] {
-  return [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()];
+// The word in any case, without a slower `i` flag on the whole scan: `[pP][aA]…`.
+function anyCase(word: string): string {
+  return word.replace(/[a-z]/g, (c) => `[${c}${c.toUpperCase()}]`);
 }
 
 // The prefilter (`mayHoldSecret`) checks what every match of some SECRET_VALUE branch must contain. The full scan
@@ -101,10 +108,11 @@ function cases(word: string): string[] {
 // completion message fails all of them, so it skips the scan. First, the opening literal of each branch but the
 // last two (or a part of it: `[kK][-_]` for the API keys).
 const SECRET_OPENING =
-  /-----BEGIN |[Bb]earer|BEARER|[Bb]asic|BASIC|eyJ|[kK][-_]|A[KS]IA|gh[pousr]_|github_pat_|xox[abposr]-|AIza|:\/\//;
-// 13 digits, each pair apart by at most one space or dash: the card branch without its lookbehind. Written out
-// rather than as `(?:[ -]?\d){12}`, which V8 scans about 6x slower in prose with dates and ids.
-const CARD_DIGITS = new RegExp(`\\d${'[ -]?\\d'.repeat(12)}`);
+  /-----BEGIN |[Aa]uthorization|AUTHORIZATION|[Bb]earer|BEARER|[Bb]asic|BASIC|eyJ|[kK][-_]|A[KS]IA|gh[pousr]_|github_pat_|xox[abposr]-|AIza|:\/\//;
+// 13 digits, each pair apart by at most three CARD_GAP characters or dots: the card branch (both forms) without its
+// lookbehind. Written out rather than as `(?:…\d){12}`, and with the dot in the class rather than as a second
+// alternative: either way V8 scans about 6x slower in prose with dates and ids.
+const CARD_DIGITS = new RegExp(`\\d${`${CARD_GAP.replace('-]', '.-]')}{0,3}\\d`.repeat(12)}`);
 // The assignment keywords by their last character: a keyword must end right before the spaces before '=' or ':'.
 const KEYS_BY_LAST = new Map<number, string[]>();
 for (const key of ASSIGNMENT_KEYS) {
@@ -138,10 +146,24 @@ function assignmentBefore(text: string, sign: string): boolean {
       end--;
       if (text.charCodeAt(end - 1) === 92) end--;
     }
-    const keys = KEYS_BY_LAST.get(text.charCodeAt(end - 1));
-    if (keys?.some((key) => end >= key.length && text.startsWith(key, end - key.length))) return true;
+    const keys = KEYS_BY_LAST.get(lowerAscii(text.charCodeAt(end - 1)));
+    if (keys?.some((key) => endsWithWord(text, end, key))) return true;
   }
   return false;
+}
+
+// Whether text[…, end) ends with the lower-case `word`, in any case (ASCII letters, as `anyCase` matches).
+function endsWithWord(text: string, end: number, word: string): boolean {
+  const start = end - word.length;
+  if (start < 0) return false;
+  for (let i = 0; i < word.length; i++) {
+    if (lowerAscii(text.charCodeAt(start + i)) !== word.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+function lowerAscii(code: number): number {
+  return code >= 65 && code <= 90 ? code + 32 : code;
 }
 
 // The regex `\s`, without building a one-character string for the common ASCII characters.
@@ -180,21 +202,27 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   const keyRules = rules.filter((r) => r.key);
   const valueRules = rules.filter((r) => r.value);
   // Keys repeat across events (status, reason, …): remember each key's verdict.
-  const keyCache = new Map<string, RedactionRule | 'default' | null>();
+  const keyCache = new Map<string, KeyVerdict>();
 
-  function secretKey(key: string): RedactionRule | 'default' | null {
+  function keyVerdict(key: string): KeyVerdict {
     const known = keyCache.get(key);
     if (known !== undefined) return known;
-    let found: RedactionRule | 'default' | null = null;
-    for (const rule of keyRules) {
-      if (keyMatches(rule, key)) {
-        found = rule;
+    let rule: RedactionRule | 'default' | null = null;
+    for (const keyRule of keyRules) {
+      if (keyMatches(keyRule, key)) {
+        rule = keyRule;
         break;
       }
     }
-    if (!found && defaults && SECRET_KEY.test(key)) found = 'default';
-    if (keyCache.size < KEY_CACHE_LIMIT) keyCache.set(key, found);
-    return found;
+    if (!rule && defaults && SECRET_KEY.test(key)) rule = 'default';
+    // A key can be a secret itself (sessions or rate limits keyed by their token): it is scanned as text.
+    const verdict = { rule, text: redactString(key) };
+    if (keyCache.size < KEY_CACHE_LIMIT) keyCache.set(key, verdict);
+    return verdict;
+  }
+
+  function secretKey(key: string): RedactionRule | 'default' | null {
+    return keyVerdict(key).rule;
   }
 
   function redactString(text: string): string {
@@ -244,9 +272,12 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     if (value === null || typeof value !== 'object') return value;
     if (depth > 64) return '[redacted:too_deep]';
     if (Array.isArray(value)) {
+      // `[['Authorization', '…'], …]` (Object.entries, a Headers object spread, a Map's entries) is a list of
+      // fields: each pair's value is redacted by its name, as in an object.
+      const entries = Array.isArray(value[0]) && value.every(isEntry);
       let copy: unknown[] | undefined;
       for (let i = 0; i < value.length; i++) {
-        const item = walk(value[i], depth + 1);
+        const item = entries ? redactPair(value[i], depth + 1) : walk(value[i], depth + 1);
         if (item !== value[i]) copy ??= value.slice();
         if (copy) copy[i] = item;
       }
@@ -265,19 +296,41 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     let pair: RedactionRule | 'default' | null | undefined;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      const item = source[key];
       if (keep?.has(key)) continue;
+      const item = source[key];
+      const { rule, text } = keyVerdict(key);
       if (pair === undefined && PAIRED_FIELDS.has(key)) pair = pairRule(source);
       const redacted =
-        pair && PAIRED_FIELDS.has(key) ? redactWith(pair, item) : redactEntry(key, item, depth);
-      if (redacted === item) continue;
-      if (!out) {
-        out = {};
-        for (let j = 0; j < keys.length; j++) setOwn(out, keys[j]!, source[keys[j]!]);
-      }
-      setOwn(out, key, redacted);
+        pair && PAIRED_FIELDS.has(key)
+          ? redactWith(pair, item)
+          : rule
+            ? redactWith(rule, item)
+            : walk(item, depth + 1);
+      if (redacted === item && text === key) continue;
+      out ??= copyOf(source, keys);
+      if (text !== key) Reflect.deleteProperty(out, key);
+      setOwn(out, text === key ? key : freeKey(out, text), redacted);
+    }
+    // Symbol keys: JSON drops them, but a callback sink gets the object itself. Key rules see the description.
+    const symbols = Object.getOwnPropertySymbols(source);
+    if (symbols.length > 0) {
+      const bySymbol = source as Record<symbol, unknown>;
+      const items = symbols.map((symbol) => bySymbol[symbol]);
+      const redacted = symbols.map((symbol, i) => redactEntry(symbol.description ?? '', items[i], depth));
+      if (!out && redacted.some((item, i) => item !== items[i])) out = copyOf(source, keys);
+      // A copy keeps every symbol-keyed value, redacted.
+      if (out)
+        for (let i = 0; i < symbols.length; i++) (out as Record<symbol, unknown>)[symbols[i]!] = redacted[i];
     }
     return out ?? value;
+  }
+
+  // One `[name, value]` pair of a list of fields, its name redacted as a key: copied only when either changes.
+  function redactPair(pair: unknown, depth: number): unknown {
+    const [name, item] = pair as [string, unknown];
+    const { rule, text } = keyVerdict(name);
+    const redacted = rule && !SPACED.test(name) ? redactWith(rule, item) : walk(item, depth + 1);
+    return redacted === item && text === name ? pair : [text, redacted];
   }
 
   // The rule a `{ name | key | Name | Key: <string>, … }` object's label names, if any. A label with spaces
@@ -320,6 +373,11 @@ const PAIRED_FIELDS: ReadonlySet<string> = new Set(['value', 'Value', 'expected'
 const LABEL_FIELDS = ['name', 'key', 'Name', 'Key'];
 const SPACED = /\s/;
 
+// A `[name, value]` pair whose name is a string.
+function isEntry(item: unknown): boolean {
+  return Array.isArray(item) && item.length === 2 && typeof item[0] === 'string';
+}
+
 // The start of JSON text worth parsing: an object, or an array of values (a `[redacted:…]` or `[unrecordable: …]`
 // marker is not parsed).
 const JSON_START = /^(?:\{\s*["}]|\[\s*(?:[-"{[\]\d]|true|false|null))/;
@@ -351,6 +409,26 @@ function keyMatches(rule: RedactionRule, key: string): boolean {
   }
 }
 
+// What a key rule decided for a key, and the key as text scanned for secrets.
+interface KeyVerdict {
+  rule: RedactionRule | 'default' | null;
+  text: string;
+}
+
+// `name`, or `name (2)`, `name (3)`, …: the first not yet a key of `out` (two redacted keys may read alike).
+function freeKey(out: Record<string, unknown>, name: string): string {
+  let key = name;
+  for (let n = 2; Object.hasOwn(out, key); n++) key = `${name} (${n})`;
+  return key;
+}
+
+// A shallow copy of the named fields, to write redacted values into.
+function copyOf(source: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let j = 0; j < keys.length; j++) setOwn(out, keys[j]!, source[keys[j]!]);
+  return out;
+}
+
 // Plain assignment of "__proto__" would set the prototype and drop the key.
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__') {
@@ -368,6 +446,13 @@ function replaceDefault(match: string, ...rest: unknown[]): string {
     return redactCards(match, text[offset + match.length] ?? ' ');
   }
   if (groups.url_credentials !== undefined) return '://[redacted:url_credentials]@';
+  if (groups.authorization !== undefined) {
+    // The header name, the sign and an opening quote stay; the scheme, if any, names the marker.
+    const start = /^[^=:]*[=:]\s*(?:\\?["'])?/.exec(match)![0].length;
+    const scheme = /^([A-Za-z][\w-]*):?\s+/.exec(match.slice(start))?.[1]?.toLowerCase();
+    const name = scheme === 'bearer' ? 'bearer' : scheme === 'basic' ? 'basic_auth' : 'authorization';
+    return `${match.slice(0, start)}[redacted:${name}]`;
+  }
   if (groups.assignment !== undefined) {
     // The keyword, the sign and the value's quotes stay (JSON text stays JSON): only the value goes.
     const sign = match.search(/[=:]/);
@@ -386,36 +471,59 @@ function replaceDefault(match: string, ...rest: unknown[]): string {
  * is not a card.
  */
 function redactCards(run: string, after: string): string {
-  const boundaryAfter = (end: number) => (end === run.length ? !/[\w-]/.test(after) : /[ -]/.test(run[end]!));
-  for (let start = 0; start < run.length; start++) {
-    if (!/\d/.test(run[start]!) || (start > 0 && !/[ -]/.test(run[start - 1]!))) continue;
-    for (let end = run.length; end - start >= 13; end--) {
-      if (!boundaryAfter(end) || !/\d/.test(run[end - 1]!) || !luhn(run.slice(start, end))) continue;
+  // Only stretches of whole groups with 13 to 19 digits are tried, not every pair of character positions: a
+  // long text of digits apart by spaces is made of many such runs. digits[k]: the digits before group k.
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const digits = [0];
+  for (let at = 0; at < run.length; at++) {
+    if (!isDigit(run.charCodeAt(at))) continue;
+    if (at === 0 || !isDigit(run.charCodeAt(at - 1))) starts.push(at);
+    if (at + 1 === run.length || !isDigit(run.charCodeAt(at + 1))) {
+      ends.push(at + 1);
+      digits.push(digits.at(-1)! + at + 1 - starts.at(-1)!);
+    }
+  }
+  const gluedAfter = /[\w-]/.test(after);
+  for (let i = 0; i < starts.length; i++) {
+    for (let j = ends.length - 1; j >= i && digits[j + 1]! - digits[i]! >= 13; j--) {
+      const start = starts[i]!;
+      const end = ends[j]!;
+      if (digits[j + 1]! - digits[i]! > 19 || (end === run.length && gluedAfter)) continue;
+      if (!luhn(run, start, end)) continue;
       return `${run.slice(0, start)}[redacted:card_number]${redactCards(run.slice(end), after)}`;
     }
   }
   return run;
 }
 
+// An ASCII digit's char code (`\d`, without a regex call per character).
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
 // A 13-19 digit integer that passes the Luhn check (epoch milliseconds have 13 digits: too many false hits).
 function looksLikeCardNumber(value: number): boolean {
   if (!Number.isSafeInteger(value) || value < 1e13) return false;
-  return luhn(String(value));
+  const digits = String(value);
+  return luhn(digits, 0, digits.length);
 }
 
-function luhn(text: string): boolean {
-  const digits = text.replace(/[ -]/g, '');
-  if (digits.length < 13 || digits.length > 19) return false;
+// Whether the digits of text[start, end) (13 to 19 of them) pass the Luhn check; other characters are skipped.
+function luhn(text: string, start: number, end: number): boolean {
   let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
-    if (i % 2 === 1) {
+  let count = 0;
+  for (let at = end - 1; at >= start; at--) {
+    const code = text.charCodeAt(at);
+    if (!isDigit(code)) continue;
+    let d = code - 48;
+    if (count++ % 2 === 1) {
       d *= 2;
       if (d > 9) d -= 9;
     }
     sum += d;
   }
-  return sum % 10 === 0;
+  return count >= 13 && count <= 19 && sum % 10 === 0;
 }
 
 function checkRule(rule: RedactionRule, i: number): RedactionRule {
