@@ -70,12 +70,24 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs, context: s
     if (token.kind === 'positional') positionals.push(token.value);
     if (token.kind !== 'option') continue;
     const spec = Object.hasOwn(specs, token.name) ? specs[token.name] : undefined;
-    if (!spec) throw new UsageError(`unknown option '${token.rawName}' for '${context}'`);
+    if (!spec) {
+      const near = token.rawName.startsWith('--') ? nearest(token.name, Object.keys(specs)) : undefined;
+      throw new UsageError(
+        `unknown option '${token.rawName}' for '${context}'${near === undefined ? '' : `; did you mean '--${near}'?`}`,
+      );
+    }
     if (spec.type === 'boolean') {
       if (token.value !== undefined) throw new UsageError(`option '${token.rawName}' takes no value`);
       flags[token.name] = true;
     } else {
       if (token.value === undefined) throw new UsageError(`option '${token.rawName}' needs a value`);
+      // `--store --json` would take '--json' for the path (and drop the flag): as Node's strict mode does,
+      // a separate value that looks like an option is a forgotten value; `--store=-x` still passes one.
+      if (token.inlineValue === false && looksLikeOption(token.value)) {
+        throw new UsageError(
+          `option '${token.rawName}' needs a value; got the option '${token.value}' (write ${token.rawName}=${token.value} if that is the value)`,
+        );
+      }
       // Last-one-wins would silently drop a value (a second --note, a second --store): make the user pick.
       if (flags[token.name] !== undefined)
         throw new UsageError(`option '--${token.name}' is given more than once`);
@@ -83,6 +95,44 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs, context: s
     }
   }
   return { flags, positionals };
+}
+
+// The option a typo most likely meant (`--jsn`, `--stor`, `--dry-rn`): at most two edits away, and fewer than
+// half the name, so an unrelated word is not dressed up as a suggestion.
+function nearest(name: string, names: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of names) {
+    const distance = editDistance(name, candidate);
+    if (
+      distance <= 2 &&
+      distance * 2 < candidate.length &&
+      (best === undefined || distance < best.distance)
+    ) {
+      best = { name: candidate, distance };
+    }
+  }
+  return best?.name;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+// A dash and a letter, or two dashes: '-' alone (stdin by convention) and '-5' are values.
+function looksLikeOption(value: string): boolean {
+  return /^-[^\d.]/.test(value);
 }
 
 /** The option list of a command's help, one aligned line per option. */

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   type AuditReport,
   auditActions,
@@ -10,7 +9,7 @@ import { type CompletionContract, formatProblem, parseCompletionContract } from 
 import { QUESTIONS, type Verdict } from '../audit/questions.js';
 import type { CliIO, Command, ParsedArgs } from './args.js';
 import { UsageError } from './args.js';
-import { CommandError, outputWidth, stringFlag } from './format.js';
+import { CommandError, outputWidth, readUtf8, stringFlag } from './format.js';
 import { loadActions } from './reconcile.js';
 import { type Cell, type Column, type Palette, palette, renderTable } from './table.js';
 
@@ -19,14 +18,7 @@ export const DEBT_EXIT_CODE = 3;
 
 /** Reads and validates a YAML completion contract file; every problem is reported with its path and line. */
 export function readContractFile(path: string): CompletionContract {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new UsageError(`contract file not found: ${path}`);
-    throw new CommandError(`could not read contract file ${path}: ${(error as Error).message}`);
-  }
+  const text = readUtf8(path, 'contract file');
   const result = parseCompletionContract(text);
   if (!result.ok) {
     const lines = result.problems.map((p) => `  ${formatProblem(p, path)}`);

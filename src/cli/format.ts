@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { UsageError } from './args.js';
 
 /**
@@ -74,4 +75,61 @@ export function printable(text: string): string {
     UNPRINTABLE,
     (c) => NAMED_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const LENIENT = new TextDecoder('utf-8');
+
+/**
+ * Reads a file the user named as UTF-8 text: a missing file is a usage error, and a UTF-16 file or bytes that
+ * are not UTF-8 are errors naming the line, since decoding them to U+FFFD would quote changed evidence.
+ */
+export function readUtf8(path: string, what: string, options: { tornTail?: boolean } = {}): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    // A path that names nothing is a mistyped command line, as for a missing store, contract or module.
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOENT') throw new UsageError(`${what} not found: ${path}`);
+    if (code === 'EISDIR') throw new UsageError(`${what} ${path} is a directory, not a file`);
+    throw new CommandError(`could not read ${what} ${path}: ${(error as Error).message}`);
+  }
+  // Windows PowerShell 5 writes `>` redirects as UTF-16 with a byte order mark.
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    throw new CommandError(
+      `${what} ${path} is UTF-16 text; readback reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)`,
+    );
+  }
+  try {
+    return UTF8.decode(bytes);
+  } catch (error) {
+    if (!(error instanceof TypeError)) {
+      throw new CommandError(`could not read ${what} ${path}: ${(error as Error).message}`);
+    }
+  }
+  const bad = firstBadLine(bytes);
+  // A trace writer that crashed can cut the last line inside a character; that line is torn anyway (the
+  // trace reader skips an unterminated last line that is not JSON), so `tornTail` decodes it leniently.
+  if (options.tornTail === true && bad.start > 0 && bad.end === bytes.length) {
+    return UTF8.decode(bytes.subarray(0, bad.start)) + LENIENT.decode(bytes.subarray(bad.start));
+  }
+  throw new CommandError(`${what} ${path} is not UTF-8 text: line ${bad.line} has invalid bytes`);
+}
+
+// Only on the error path: decode line by line to find the first line that is not UTF-8 (`end` is the
+// file's length when that line has no newline after it).
+function firstBadLine(bytes: Buffer): { line: number; start: number; end: number } {
+  let start = 0;
+  for (let line = 1; ; line++) {
+    const newline = bytes.indexOf(0x0a, start);
+    const end = newline === -1 ? bytes.length : newline;
+    try {
+      UTF8.decode(bytes.subarray(start, end));
+    } catch {
+      return { line, start, end };
+    }
+    if (newline === -1) return { line, start, end };
+    start = newline + 1;
+  }
 }

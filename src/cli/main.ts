@@ -1,7 +1,15 @@
 #!/usr/bin/env node
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type CliIO, type Command, describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import {
+  type CliIO,
+  type Command,
+  describeFlags,
+  type FlagSpecs,
+  parseFlags,
+  UsageError,
+  type Writer,
+} from './args.js';
 import { auditCommand } from './audit.js';
 import { demoCommand } from './demo.js';
 import { CommandError } from './format.js';
@@ -89,28 +97,82 @@ function print(io: CliIO, text: string): number {
   return 0;
 }
 
+/** What a failed command prints on stdout under `--json`, so a machine reading stdout always gets one document. */
+export interface JsonFailure {
+  error: {
+    /** `usage`: how the CLI was called (exit 2); `failed`: what was asked could not be done; `internal`: a bug. */
+    kind: 'usage' | 'failed' | 'internal';
+    /** The first line of the message stderr shows. */
+    message: string;
+    /** Its further lines (every problem of an invalid trace or contract), when there are some. */
+    details?: string[];
+    exitCode: number;
+  };
+}
+
+// `--json` anywhere before a `--`: a caller who asked for JSON gets it even when the error is that the
+// command line itself is wrong (an unknown option, a missing value), found before any flag is parsed.
+function wantsJson(argv: readonly string[]): boolean {
+  for (const arg of argv) {
+    if (arg === '--') return false;
+    if (arg === '--json') return true;
+  }
+  return false;
+}
+
+function failureOf(error: unknown): { kind: JsonFailure['error']['kind']; code: number; text: string } {
+  if (error instanceof UsageError) return { kind: 'usage', code: 2, text: error.message };
+  if (error instanceof CommandError) return { kind: 'failed', code: 1, text: error.message };
+  return {
+    kind: 'internal',
+    code: 1,
+    text: `unexpected error: ${error instanceof Error ? error.message : String(error)}`,
+  };
+}
+
+/** The `--json` error document for a failure message, one line per detail. */
+export function jsonFailure(kind: JsonFailure['error']['kind'], text: string, exitCode: number): JsonFailure {
+  const [message = '', ...rest] = text.split('\n');
+  const details = rest.map((line) => line.trim()).filter((line) => line !== '');
+  return { error: { kind, message, ...(details.length > 0 ? { details } : {}), exitCode } };
+}
+
 /**
  * Runs the CLI in-process and resolves to its exit code: 0 on success, 2 for a usage mistake,
- * 1 for an unexpected error; the bin below is the only caller that touches `process`.
+ * 1 for an error (commands document their own finding codes); the bin below is the only caller that touches
+ * `process`. Errors go to stderr as text; with `--json` stdout also gets them as one `JsonFailure` document.
  */
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
+  const json = wantsJson(argv);
+  let wrote = false;
+  const stdout: Writer = {
+    write: (chunk: string) => {
+      wrote = true;
+      return io.stdout.write(chunk);
+    },
+  };
+  if (io.stdout.isTTY !== undefined) stdout.isTTY = io.stdout.isTTY;
+  if (io.stdout.columns !== undefined) stdout.columns = io.stdout.columns;
   try {
-    return await dispatch(argv, io);
+    return await dispatch(argv, { ...io, stdout });
   } catch (error) {
-    if (error instanceof UsageError) {
+    const failure = failureOf(error);
+    if (failure.kind === 'usage') {
       io.stderr.write(
-        `readback: ${error.message}\nusage: readback <command> [options] (see 'readback --help')\n`,
+        `readback: ${failure.text}\nusage: readback <command> [options] (see 'readback --help')\n`,
       );
-      return 2;
+    } else if (failure.kind === 'failed') {
+      io.stderr.write(`readback: ${failure.text}\n`);
+    } else {
+      io.stderr.write(
+        `readback: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
     }
-    if (error instanceof CommandError) {
-      io.stderr.write(`readback: ${error.message}\n`);
-      return 1;
+    // A command that already printed its document (then failed closing the store) keeps stdout one document.
+    if (json && !wrote) {
+      io.stdout.write(`${JSON.stringify(jsonFailure(failure.kind, failure.text, failure.code), null, 2)}\n`);
     }
-    io.stderr.write(
-      `readback: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    return 1;
+    return failure.code;
   }
 }
 
@@ -125,15 +187,27 @@ function isEntry(): boolean {
   }
 }
 
+// Under `--json` stdout is the document alone: an actions module that logs while it loads or runs
+// (`console.log('connected')`) would otherwise put its lines in front of it, so everything but the CLI's own
+// writes goes to stderr.
+function jsonOnlyStdout(argv: readonly string[]): Writer {
+  if (!wantsJson(argv)) return process.stdout;
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  const own: Writer = { write: (chunk: string) => write(chunk) };
+  if (process.stdout.isTTY) own.isTTY = true;
+  if (process.stdout.columns) own.columns = process.stdout.columns;
+  return own;
+}
+
 if (isEntry()) {
   // `readback demo | head` closes the pipe early; that is the reader's choice, not an error.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw error;
   });
-  main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env }).then(
-    (code) => {
-      process.exitCode = code;
-    },
-  );
+  const argv = process.argv.slice(2);
+  main(argv, { stdout: jsonOnlyStdout(argv), stderr: process.stderr, env: process.env }).then((code) => {
+    process.exitCode = code;
+  });
 }

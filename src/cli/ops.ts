@@ -324,7 +324,7 @@ export const opsCommand: Command = {
   usage: [
     'readback ops list [--store S] [--status S] [--action A] [--limit N] [--shadow] [--json]',
     '       readback ops show <id> [--store S] [--json]',
-    '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S]',
+    '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S] [--json]',
   ].join('\n'),
   flags: {
     store: {

@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { readIncident } from '../review/adapters.js';
 import { type ReviewResult, review } from '../review/analyze.js';
 import { buildFixture } from '../review/fixture.js';
@@ -10,28 +10,18 @@ import { renderReview, reviewJson } from '../review/report.js';
 import { incidentFromStore } from '../review/store-adapter.js';
 import type { CliIO, Command, ParsedArgs } from './args.js';
 import { UsageError } from './args.js';
-import { CommandError, stringFlag } from './format.js';
+import { CommandError, readUtf8, stringFlag } from './format.js';
 import { openStore, redact } from './store.js';
 
 /** The exit code when the review found an unsupported transition (0 is clean; 1 and 2 are errors). */
 export const UNSUPPORTED_EXIT_CODE = 3;
-
-function readText(path: string, what: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    // A path that names nothing is a mistyped command line, as for a missing store, contract or module.
-    if ((error as { code?: unknown }).code === 'ENOENT') throw new UsageError(`${what} not found: ${path}`);
-    throw new CommandError(`could not read ${what} ${path}: ${(error as Error).message}`);
-  }
-}
 
 function answerOf(flags: ParsedArgs['flags']): string | undefined {
   const text = stringFlag(flags, 'answer');
   const file = stringFlag(flags, 'answer-file');
   if (text !== undefined && file !== undefined)
     throw new UsageError("give either '--answer' or '--answer-file', not both");
-  return file !== undefined ? readText(file, 'answer file') : text;
+  return file !== undefined ? readUtf8(file, 'answer file') : text;
 }
 
 async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Incident> {
@@ -42,12 +32,20 @@ async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Inci
   const answer = answerOf(flags);
   const store = await openStore(spec);
   try {
-    const incident = await incidentFromStore(store, {
-      runId,
-      source: `store ${redact(spec)}`,
-      ...(request !== undefined ? { request } : {}),
-      ...(answer !== undefined ? { answer } : {}),
-    });
+    let incident: Incident | null;
+    try {
+      incident = await incidentFromStore(store, {
+        runId,
+        source: `store ${redact(spec)}`,
+        ...(request !== undefined ? { request } : {}),
+        ...(answer !== undefined ? { answer } : {}),
+      });
+    } catch (error) {
+      // The store failing under the review (a damaged file, a lost connection) is the user's to fix, as for
+      // `ops`: name the store and the reason, not readback's stack.
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new CommandError(`store ${redact(spec)} failed during 'readback review': ${reason}`);
+    }
     if (incident === null)
       throw new CommandError(`store ${redact(spec)} has no operations for run '${runId}'`);
     return incident;
@@ -58,7 +56,7 @@ async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Inci
 
 function fromFile(path: string, flags: ParsedArgs['flags']): Incident {
   const runId = stringFlag(flags, 'run');
-  const read = readIncident(readText(path, 'trace'), path);
+  const read = readIncident(readUtf8(path, 'trace', { tornTail: true }), path);
   if (!read.ok) {
     const shown = read.issues.slice(0, 20).map((i) => `  ${describeIssue(i)}`);
     const more = read.issues.length > 20 ? [`  … and ${read.issues.length - 20} more`] : [];

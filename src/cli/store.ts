@@ -172,7 +172,29 @@ async function requireReadbackTables(path: string, spec: string): Promise<void> 
 }
 
 interface PostgresDriverModule {
-  loadPgPool(): Promise<new (config: { connectionString: string; max?: number }) => PgOwnedPool>;
+  loadPgPool(): Promise<new (config: PgProbeConfig) => PgOwnedPool>;
+}
+
+// pg's own options (passed through its Pool): without a connection timeout pg waits forever on a host that
+// accepts the TCP connection but never answers (a firewall, a wrong port, a stopped VM).
+interface PgProbeConfig {
+  connectionString: string;
+  max?: number;
+  connectionTimeoutMillis?: number;
+  query_timeout?: number;
+}
+
+/** How long the CLI waits for a Postgres store to answer, unless the URL sets `connect_timeout` (seconds). */
+export const PG_CONNECT_TIMEOUT_MS = 5_000;
+
+// libpq's `connect_timeout` in the URL (seconds), which node-postgres itself ignores; honored here, as psql
+// and postgresStore do.
+function connectTimeoutMs(connectionString: string): number {
+  const q = connectionString.indexOf('?');
+  const raw = q === -1 ? null : new URLSearchParams(connectionString.slice(q + 1)).get('connect_timeout');
+  const seconds = raw === null || raw.trim() === '' ? Number.NaN : Number(raw);
+  // 0 waits forever, as in libpq and postgresStore: the user's explicit choice.
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds * 1000) : PG_CONNECT_TIMEOUT_MS;
 }
 
 async function openPostgres(
@@ -205,10 +227,16 @@ async function openPostgres(
 // (and `ops list` would answer "no operations match"). So one short-lived connection looks first.
 async function requireReadbackSchema(spec: string, connectionString: string, schema: string): Promise<void> {
   let found: { schema: boolean; tables: boolean };
+  const timeout = connectTimeoutMs(connectionString);
   try {
     const driver = (await import(POSTGRES_DRIVER_MODULE)) as PostgresDriverModule;
     const Pool = await driver.loadPgPool();
-    const pool = new Pool({ connectionString, max: 1 });
+    const pool = new Pool({
+      connectionString,
+      max: 1,
+      connectionTimeoutMillis: timeout,
+      query_timeout: timeout,
+    });
     pool.on?.('error', () => undefined);
     try {
       found = (await pool.query(HAS_READBACK_SCHEMA, [schema])).rows[0] as typeof found;
@@ -217,7 +245,11 @@ async function requireReadbackSchema(spec: string, connectionString: string, sch
     }
   } catch (error) {
     // pg's messages may quote the URL; never echo a password.
-    throw new CommandError(`could not open store ${redact(spec)}: ${redactAll(errorText(error), spec)}`);
+    const text = redactAll(errorText(error), spec);
+    const slow = /timeout/i.test(text)
+      ? ` (no answer within ${timeout / 1000} s; give a slow server longer with ?connect_timeout=SECONDS)`
+      : '';
+    throw new CommandError(`could not open store ${redact(spec)}: ${text}${slow}`);
   }
   const hint = "pass the ?schema= your program's store uses; readback creates nothing here";
   if (!found.schema) {

@@ -50,7 +50,7 @@ describe('YAML completion contracts that attack or mislead the parser', () => {
     writeFileSync(path, BOMB);
     const r = await runCli(['audit', '--contract', path, '--json']);
     expect(r.code).toBe(1);
-    expect(r.stdout).toBe('');
+    expect(JSON.parse(r.stdout).error.message).toMatch(/is invalid/);
     expect(r.stderr).not.toContain('unexpected error');
     expect(r.stderr).toContain('is invalid');
   });

@@ -241,7 +241,8 @@ describe.skipIf(!available)('readback ops and reconcile with --store postgres://
     for (const argv of commands(specFor(missing))) {
       const { code, stdout, stderr } = await runCli(argv);
       expect(code, argv.join(' ')).toBe(2);
-      expect(stdout).toBe('');
+      if (argv.includes('--json')) expect(JSON.parse(stdout).error.exitCode).toBe(2);
+      else expect(stdout).toBe('');
       expect(stderr.split('\n')[0]).toBe(
         `readback: no store at ${redact(specFor(missing))} (schema '${missing}' not found); pass the ?schema= your program's store uses; readback creates nothing here`,
       );

@@ -75,7 +75,7 @@ describe('readback review of a readback trace holding several runs', () => {
   it('reports a --run the trace does not hold as an error, naming the runs it does', async () => {
     const r = await runCli(['review', shared, '--run', 'r-zzz', '--json']);
     expect(r.code).toBe(1);
-    expect(r.stdout).toBe('');
+    expect(JSON.parse(r.stdout).error).toMatchObject({ kind: 'failed', exitCode: 1 });
     expect(r.stderr).toMatch(/no events of run 'r-zzz'.*r-a, r-b/);
   });
 
