@@ -30,6 +30,21 @@ export interface PgOwnedPool extends PgQueryable {
   on?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
+/** The pg `Pool` options readback passes when it opens a pool itself. */
+export interface PgPoolConfig {
+  connectionString: string;
+  max?: number;
+  /** How long to wait for a connection, new or free, before failing (0: forever, pg's own default). */
+  connectionTimeoutMillis?: number;
+  query_timeout?: number;
+}
+
+/**
+ * How long a pool readback opens waits for a connection unless told otherwise. pg's own default is to wait
+ * forever, and a host that drops packets (a firewall, a stopped VM) then holds `postgresStore()` for minutes.
+ */
+export const DEFAULT_CONNECTION_TIMEOUT_MS = 10_000;
+
 /** The text to install when the driver is missing. */
 export const DRIVER_INSTALL = 'npm install pg@8';
 
@@ -42,7 +57,7 @@ const importDriver: ImportModule = (specifier) => import(specifier);
 /** Loads `pg.Pool`, turning a missing package into a `ReadbackError` that says what to do. */
 export async function loadPgPool(
   importModule: ImportModule = importDriver,
-): Promise<new (config: { connectionString: string; max?: number }) => PgOwnedPool> {
+): Promise<new (config: PgPoolConfig) => PgOwnedPool> {
   let loaded: unknown;
   try {
     loaded = await importModule(DRIVER);
@@ -61,10 +76,33 @@ export async function loadPgPool(
   if (typeof Pool !== 'function') {
     throw new ReadbackError('invalid_options', 'pg did not export a Pool constructor');
   }
-  return Pool as new (config: {
-    connectionString: string;
-    max?: number;
-  }) => PgOwnedPool;
+  // Every pool made from here (the store's, the CLI's look at a schema) gets a connection timeout by default.
+  const Base = Pool as new (config: PgPoolConfig) => PgOwnedPool;
+  return class TimedPool extends Base {
+    constructor(config: PgPoolConfig) {
+      const connectionTimeoutMillis = config.connectionTimeoutMillis ?? DEFAULT_CONNECTION_TIMEOUT_MS;
+      super({ ...config, connectionTimeoutMillis });
+    }
+  };
+}
+
+/**
+ * The server a connection string names, for messages: host and port (or socket directory) and database,
+ * never the user or password. pg's own timeout message names nothing, and a refused connection only an address.
+ */
+export function serverOf(connectionString: string): string {
+  if (connectionString.startsWith('/')) return `the PostgreSQL socket ${connectionString.split(' ')[0]}`;
+  try {
+    // Without its user and password: WHATWG URL refuses `user:pw@` before an empty host, which pg accepts.
+    const url = new URL(connectionString.replace(/^([a-z]+:\/\/)[^@/?#]*@/i, '$1'));
+    if (url.protocol === 'socket:') return `the PostgreSQL socket ${decodeURIComponent(url.pathname)}`;
+    const host = url.searchParams.get('host') ?? decodeURIComponent(url.hostname || 'localhost');
+    const where = host.startsWith('/') ? host : `${host}:${url.port || '5432'}`;
+    const db = decodeURIComponent(url.pathname.replace(/^\//, ''));
+    return `the PostgreSQL server at ${where}${db === '' ? '' : ` (database ${db})`}`;
+  } catch {
+    return 'the PostgreSQL server the connection string names';
+  }
 }
 
 /** True for a Postgres unique violation (SQLSTATE 23505), optionally on the named constraint. */

@@ -2,13 +2,25 @@
 import { ReadbackError } from '../errors.js';
 import { messageOf } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
-import { loadPgPool, type PgOwnedPool, type PgQueryable } from './driver.js';
-import { type ReconnectOptions, type ReconnectPolicy, reconnectPolicy } from './retry.js';
+import {
+  DEFAULT_CONNECTION_TIMEOUT_MS,
+  loadPgPool,
+  type PgOwnedPool,
+  type PgQueryable,
+  serverOf,
+} from './driver.js';
+import { isConnectionError, type ReconnectOptions, type ReconnectPolicy, reconnectPolicy } from './retry.js';
 import { migrate, requireSchemaName } from './schema.js';
 import { tablesIn } from './sql.js';
 import { createPostgresStore, type LeaseClock } from './store.js';
 
-export { DRIVER_INSTALL, type PgOwnedPool, type PgQueryable, type PgResult } from './driver.js';
+export {
+  DEFAULT_CONNECTION_TIMEOUT_MS,
+  DRIVER_INSTALL,
+  type PgOwnedPool,
+  type PgQueryable,
+  type PgResult,
+} from './driver.js';
 export { isConnectionError, type ReconnectOptions } from './retry.js';
 export { POSTGRES_SCHEMA_VERSION } from './schema.js';
 export type { LeaseClock } from './store.js';
@@ -61,6 +73,11 @@ export type PostgresStoreSource =
       reconnect?: ReconnectOptions | false;
       /** Connections in the pool readback opens (pg's default is 10); mind the server's max_connections. */
       max?: number;
+      /**
+       * How long to wait for a connection, new or free in the pool, before failing (default: the URL's
+       * `connect_timeout` in seconds, else 10 s; 0 waits forever, as pg does by default).
+       */
+      connectionTimeoutMillis?: number;
     } & PostgresStoreOptions);
 
 /**
@@ -114,10 +131,11 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     });
   }
 
-  const { connectionString, reconnect, max } = source as {
+  const { connectionString, reconnect, max, connectionTimeoutMillis } = source as {
     connectionString?: unknown;
     reconnect?: unknown;
     max?: unknown;
+    connectionTimeoutMillis?: unknown;
   };
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new ReadbackError('invalid_options', 'must be a postgres:// connection string', 'connectionString');
@@ -134,6 +152,19 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) {
     throw new ReadbackError('invalid_options', 'must be a whole number ≥ 1', 'max');
   }
+  if (
+    connectionTimeoutMillis !== undefined &&
+    (typeof connectionTimeoutMillis !== 'number' ||
+      !Number.isInteger(connectionTimeoutMillis) ||
+      connectionTimeoutMillis < 0)
+  ) {
+    throw new ReadbackError(
+      'invalid_options',
+      'must be a whole number of milliseconds ≥ 0',
+      'connectionTimeoutMillis',
+    );
+  }
+  const timeout = (connectionTimeoutMillis as number | undefined) ?? urlTimeout(connectionString);
   let retry: ReconnectPolicy | undefined;
   if (reconnect !== false) {
     if (reconnect !== undefined && (typeof reconnect !== 'object' || reconnect === null)) {
@@ -142,13 +173,20 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     retry = reconnectPolicy(reconnect as ReconnectOptions | undefined);
   }
   const Pool = await loadPgPool();
-  const pool: PgOwnedPool = new Pool({ connectionString, ...(max === undefined ? {} : { max }) });
+  const pool: PgOwnedPool = new Pool({
+    connectionString,
+    ...(max === undefined ? {} : { max }),
+    ...(timeout === undefined ? {} : { connectionTimeoutMillis: timeout }),
+  });
   // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool; without
   // a listener its 'error' event would crash the process. The next query opens a fresh connection.
   pool.on?.('error', () => undefined);
   try {
     // Not retried: a server that is unreachable at start-up is reported at once, as configuration.
-    await prepare(pool, schema);
+    await prepare(pool, schema, {
+      server: serverOf(connectionString),
+      timeoutMs: timeout ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    });
   } catch (error) {
     // We opened it, so we end it: a refused store must not leave connections behind.
     await pool.end().catch(() => undefined);
@@ -166,12 +204,36 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
   });
 }
 
-// Connection and migration failures are configuration problems: say which schema and why.
-async function prepare(db: PgQueryable, schema: string): Promise<void> {
+// Connection and migration failures are configuration problems: say which schema, on which server, and why.
+async function prepare(
+  db: PgQueryable,
+  schema: string,
+  opened?: { server: string; timeoutMs: number },
+): Promise<void> {
   try {
     await migrate(db, schema);
   } catch (error) {
     if (error instanceof ReadbackError) throw error;
-    throw new ReadbackError('invalid_options', `cannot prepare schema ${schema}: ${messageOf(error)}`);
+    const message = messageOf(error);
+    if (opened === undefined) {
+      throw new ReadbackError('invalid_options', `cannot prepare schema ${schema}: ${message}`);
+    }
+    const waited =
+      isConnectionError(error) && /timeout/i.test(message)
+        ? ` (no answer within ${opened.timeoutMs} ms; connectionTimeoutMillis sets how long to wait)`
+        : '';
+    throw new ReadbackError(
+      'invalid_options',
+      `cannot prepare schema ${schema} on ${opened.server}: ${message}${waited}`,
+    );
   }
+}
+
+// libpq's `connect_timeout` (seconds; 0 waits forever) in the URL, which pg itself ignores, read as the CLI
+// reads it; undefined when absent or not a number of seconds.
+function urlTimeout(connectionString: string): number | undefined {
+  const q = connectionString.indexOf('?');
+  const raw = q === -1 ? null : new URLSearchParams(connectionString.slice(q + 1)).get('connect_timeout');
+  const seconds = raw === null || raw.trim() === '' ? Number.NaN : Number(raw);
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds * 1000) : undefined;
 }

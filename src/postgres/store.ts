@@ -19,9 +19,11 @@ import {
   requirePositiveInt,
   requireRenewArgs,
   requireStorableOperation,
+  requireStorableText,
   requireString,
   requireTime,
   storableText,
+  unmatchableFilter,
 } from '../store/records.js';
 import {
   type Claim,
@@ -456,6 +458,7 @@ export function createPostgresStore({
       open('list');
       if (filter.limit !== undefined) requirePositiveInt(filter.limit, 'filter.limit');
       if (filter.dueBefore !== undefined) requireTime(filter.dueBefore, 'filter.dueBefore');
+      if (unmatchableFilter(filter, true)) return [];
       const { text, values } = listSql(tables, filter);
       return (await rows<OperationRow>(text, values)).map((row) => recordFromRow(row));
     },
@@ -463,6 +466,8 @@ export function createPostgresStore({
     async claimDue(limit, leaseMs, owner, now) {
       open('claimDue');
       requireClaimArgs(limit, leaseMs, owner, now);
+      // Recorded on every claimed row and its event: refused here rather than as pg's encoding error.
+      requireStorableText(owner, 'owner', true);
 
       // Due-ness uses the caller's `now` (it wrote next_poll_at from its clock); the lease uses the lease clock.
       // A stored (whole-millisecond) time is at or before `now` exactly when it is at or before floor(now).

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { type Clock, MAX_TIMER_MS } from '../clock.js';
 import type { AnyAction, Completion, Status } from '../contract/types.js';
 import { optionalBoolean, optionalFunction, ReadbackError } from '../errors.js';
+import { storableText } from '../store/records.js';
 import type { Claim, OperationStore } from '../store/types.js';
 import { checkSignal } from './call-checks.js';
 import { Drive, type DriveEnv } from './drive.js';
@@ -226,6 +227,14 @@ function checkOptions(options: ReconcileOptions): void {
   optionalBoolean(options.once, 'once');
   if (options.owner !== undefined && (typeof options.owner !== 'string' || options.owner === '')) {
     throw new ReadbackError('invalid_options', 'must be a non-empty string', 'owner');
+  }
+  // Every claim records the owner: text a store cannot hold would fail each claim, round after round.
+  if (options.owner !== undefined && !storableText(options.owner, true)) {
+    throw new ReadbackError(
+      'invalid_options',
+      'holds a NUL character or an unpaired UTF-16 surrogate, which a store cannot record as given',
+      'owner',
+    );
   }
   optionalFunction(options.onProgress, 'onProgress');
   checkSignal(options.signal, 'signal');

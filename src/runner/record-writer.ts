@@ -1,5 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { AnyAction, Completion, RunContext } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
+import { storableCopy } from '../store/records.js';
 import type {
   Lifecycle,
   NewEvent,
@@ -46,6 +48,8 @@ export class RecordWriter {
   protected pendingPatch: RecordPatch = {};
   /** Set in shadow mode: readback then never gates, repeats or delays the live tool, it only observes. */
   protected readonly shadow: ShadowState | undefined;
+  /** Set when the last write had to store some text in its rendered form (see `rendered`). */
+  private renderedWrite = false;
 
   constructor(
     protected readonly env: DriveEnv,
@@ -132,10 +136,15 @@ export class RecordWriter {
     if (outcome.observedAt !== undefined) patch.lastObservedAt = outcome.observedAt;
     const detail: Record<string, unknown> = { errorCode: outcome.errorCode ?? null };
     if (completion.shadow) detail.shadow = completion.shadow;
+    this.renderedWrite = false;
     return this.move([this.record.lifecycle], patch, {
       type: to === 'settled' ? 'settled' : 'status',
       detail,
-    }).then((ok) => (ok ? completion : this.superseded()));
+    }).then((ok) => {
+      if (!ok) return this.superseded();
+      // What was stored is what every later read returns: answer with it when text had to be rendered.
+      return this.renderedWrite && this.record.completion ? this.record.completion : completion;
+    });
   }
 
   protected outcome(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Outcome {
@@ -225,12 +234,50 @@ export class RecordWriter {
     const guard: TransitionGuard = {};
     if (attempt !== undefined) guard.attempt = attempt;
     if (this.leaseToken) guard.leaseToken = this.leaseToken;
-    return this.env.store.transition(record.id, from, full, next, guard).then((moved) => {
+    const applied = (moved: OperationRecord | null): boolean => {
       if (!moved) return false;
       this.record = moved;
       this.run.trace?.transition(event.type, was, moved);
       return true;
-    });
+    };
+    // One `then` with both handlers: the refusal path costs nothing on a write that succeeds.
+    return settle(() => this.env.store.transition(record.id, from, full, next, guard)).then(
+      applied,
+      (error) => this.rendered(error, record.id, from, full, next, guard).then(applied),
+    );
+  }
+
+  /**
+   * The store refused text the write carries (see `requireStorableText`): caller data such as evidence, a
+   * provider's reference or an execute result, which the effect already produced. Refusing it again on
+   * every retry would leave the operation open forever, so the write is made once more with each such
+   * text in a marked, escaped rendering, and the event names the fields rendered. Any other error stands.
+   */
+  private rendered(
+    error: unknown,
+    id: string,
+    from: readonly Lifecycle[],
+    patch: RecordPatch,
+    event: NewEvent,
+    guard: TransitionGuard,
+  ): Promise<OperationRecord | null> {
+    if (!(error instanceof ReadbackError) || error.code !== 'unstorable_value') throw error;
+    const found: string[] = [];
+    const fixed: Record<string, unknown> = {};
+    for (const key of Object.keys(patch)) {
+      fixed[key] = storableCopy((patch as Record<string, unknown>)[key], key, found);
+    }
+    const detail = storableCopy(event.detail ?? {}, 'event.detail', found) as Record<string, unknown>;
+    const actor = storableCopy(event.actor, 'event.actor', found) as string | null;
+    // Nothing here could be rendered (an id the store cannot hold, say): the refusal is the answer.
+    if (found.length === 0) throw error;
+    const retry: NewEvent = {
+      ...event,
+      actor,
+      detail: { ...detail, unstorable: { fields: found, refused: error.message } },
+    };
+    this.renderedWrite = true;
+    return this.env.store.transition(id, from, fixed as RecordPatch, retry, guard);
   }
 }
 

@@ -1,6 +1,7 @@
 import { ReadbackError } from '../errors.js';
 import {
   type Lifecycle,
+  type ListFilter,
   type NewEvent,
   type NewOperation,
   OPEN_LIFECYCLES,
@@ -157,4 +158,68 @@ export function requireRenewArgs(id: string, leaseToken: string, leaseMs: number
     throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
   }
   requireTime(now, 'now');
+}
+
+/**
+ * Plain data with every string (value or key) no readback store could hold as given (see `storableText`,
+ * with NUL refused) replaced by a marked rendering that keeps its characters as JSON escapes; `found`
+ * receives the path of each one. Returns `value` itself when nothing needed replacing. For caller data an
+ * effect already produced (evidence, a provider's reference): better kept escaped than not kept at all.
+ */
+export function storableCopy(value: unknown, path: string, found: string[]): unknown {
+  if (typeof value === 'string') {
+    if (storableText(value, true)) return value;
+    found.push(path);
+    return renderUnstorable(value);
+  }
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const next = storableCopy(item, `${path}[${i}]`, found);
+      if (next === item) continue;
+      copy ??= value.slice();
+      copy[i] = next;
+    }
+    return copy ?? value;
+  }
+  const kept: [string, unknown][] = [];
+  const renamed: [string, unknown][] = [];
+  let changed = false;
+  for (const key of Object.keys(value)) {
+    const item: unknown = (value as Record<string, unknown>)[key];
+    const keyFits = storableText(key, true);
+    const name = keyFits ? key : renderUnstorable(key);
+    if (!keyFits) found.push(`${path}.${name}`);
+    const next = storableCopy(item, `${path}.${name}`, found);
+    changed ||= !keyFits || next !== item;
+    (keyFits ? kept : renamed).push([name, next]);
+  }
+  if (!changed) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [name, item] of [...kept, ...renamed]) {
+    let key = name;
+    // A rendered key equal to a key the object already has must not overwrite it.
+    while (Object.hasOwn(copy, key)) key = `${key}'`;
+    // defineProperty: a key named "__proto__" stays an own key, as JSON.parse would give it.
+    Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+  }
+  return copy;
+}
+
+/** The marked, storable form of text a store refused: its JSON literal, where NUL and broken halves are escapes. */
+export function renderUnstorable(text: string): string {
+  return `[unstorable text: ${JSON.stringify(text)}]`;
+}
+
+/**
+ * Whether a `list` filter names text no stored record can hold (see `storableText`), so it matches nothing;
+ * asked as given, PostgreSQL refuses the whole query over a NUL instead of answering "none".
+ */
+export function unmatchableFilter(filter: ListFilter, nul = false): boolean {
+  for (const text of [filter.action, filter.runId, filter.status, ...[filter.lifecycle ?? []].flat()]) {
+    if (typeof text === 'string' && !storableText(text, nul)) return true;
+  }
+  return false;
 }
