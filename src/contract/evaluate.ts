@@ -13,6 +13,8 @@ export interface Evaluation {
   evidence: Record<string, unknown>;
   /** Whether the freshness rule passed; absent when none ran (no rule, or a baseline read). */
   fresh?: boolean;
+  /** A baseline's unfinished job (accepted mode): it proves no end state, and the target is busy with it. */
+  running?: true;
 }
 
 /** Thrown when `expect` returns something that cannot be checked; the runner reports `unknown`. */
@@ -32,22 +34,23 @@ export function evaluate<I, O>(
   options: { baseline?: boolean } = {},
 ): Evaluation {
   const scopeCheck = checkScope(action, observed, ctx);
-  if (scopeCheck && !scopeCheck.pass) {
-    return { verdict: 'wrong_scope', checks: [scopeCheck], evidence: { scope: scopeCheck.observed } };
-  }
-  // A job the provider reports failed did not do the work, whatever fields it carries: it must not make the
-  // baseline a no_op, or the work is never run. (Running work is left to the checks: executing over it could
-  // double it.)
+  if (scopeCheck && !scopeCheck.pass) return wrongScope(scopeCheck);
+  // Only finished work can show the requested end state holds. A failed job did not do it, whatever fields it
+  // carries: a no_op would never run the work. A running job (another run's, an earlier request's) may still
+  // fail: a no_op would claim what is not done, and executing over it could double it (the drive refuses).
   if (options.baseline && action.mode === 'accepted' && action.terminal) {
     const state = action.terminal(observed);
-    if (state === 'failed') {
+    if (state === 'failed' || state === 'running') {
       const check: Check = { name: 'terminal', pass: false, expected: 'succeeded', observed: state };
       return {
         verdict: 'mismatch',
         checks: scopeCheck ? [scopeCheck, check] : [check],
         evidence: { terminal: state },
+        ...(state === 'running' ? { running: true as const } : {}),
       };
     }
+    // Anything else ('queued', undefined) tells nothing about the work, as a poll read would refuse it.
+    if (state !== 'succeeded') throw new InvalidExpectation(`terminal() returned ${String(state)}`);
   }
   const expectation = action.expect?.(input, observed, ctx);
   const { checks, units, evidence } = normalize(expectation, observed);
@@ -90,7 +93,7 @@ function freshnessCheck(result: unknown): Check {
       `fresh() returned ${result === null ? 'null' : typeof result}, not a boolean or a check`,
     );
   }
-  if (typeof (result as { then?: unknown }).then === 'function') {
+  if (isThenable(result)) {
     throw new InvalidExpectation(
       'fresh() returned a promise; freshness must be decided from the observation at once',
     );
@@ -103,9 +106,44 @@ function freshnessCheck(result: unknown): Check {
     : ({ ...check, name: 'fresh' } as Check);
 }
 
+/**
+ * The wrong-scope evaluation when an unfinished job states another scope than the run's; undefined otherwise.
+ * Such a job may not carry its scope yet (a value missing, or scopeOf unable to read it): that proves nothing.
+ */
+export function statedScopeMismatch<I, O>(
+  action: Action<I, O>,
+  observed: O,
+  ctx: StepContext,
+): Evaluation | undefined {
+  let scopeCheck: Check | undefined;
+  try {
+    scopeCheck = checkScope(action, observed, ctx);
+  } catch {
+    return undefined;
+  }
+  if (!scopeCheck || scopeCheck.pass) return undefined;
+  const seen = scopeCheck.observed as Record<string, unknown>;
+  const stated = Object.keys(ctx.scope).some(
+    (key) => seen[key] !== undefined && seen[key] !== null && !sameScopeValue(seen[key], ctx.scope[key]),
+  );
+  return stated ? wrongScope(scopeCheck) : undefined;
+}
+
+function wrongScope(scopeCheck: Check): Evaluation {
+  return { verdict: 'wrong_scope', checks: [scopeCheck], evidence: { scope: scopeCheck.observed } };
+}
+
 function checkScope<I, O>(action: Action<I, O>, observed: O, ctx: StepContext): Check | undefined {
   if (!action.scopeOf) return undefined;
-  const observedScope = action.scopeOf(observed) ?? {};
+  const found: unknown = action.scopeOf(observed);
+  // An async scopeOf gives a promise, whose fields are never the tenant's: every landed write would fail as
+  // another scope, and the agent be told to ask the user about a tenant it never touched.
+  if (isThenable(found) || (found !== undefined && (typeof found !== 'object' || found === null))) {
+    throw new InvalidExpectation(
+      `scopeOf() returned ${isThenable(found) ? 'a promise' : found === null ? 'null' : typeof found}; it must return the record's scope at once, as an object`,
+    );
+  }
+  const observedScope = (found ?? {}) as Record<string, unknown>;
   const wanted = ctx.scope;
   const pass = Object.keys(wanted).every((key) => sameScopeValue(observedScope[key], wanted[key]));
   return { name: 'scope', pass, expected: wanted, observed: observedScope };
@@ -132,6 +170,9 @@ function normalize(
   }
   if (typeof expectation !== 'object' || expectation === null) {
     throw new InvalidExpectation(`expect() returned ${expectation === null ? 'null' : typeof expectation}`);
+  }
+  if (isThenable(expectation)) {
+    throw new InvalidExpectation('expect() returned a promise; it must judge the observation at once');
   }
   const names = Object.keys(expectation);
   if (names.length === 0) throw new InvalidExpectation('expect() returned no expected fields');
@@ -208,6 +249,13 @@ function unitChecks(units: Unit[]): {
 // two such values compare equal: a match on one proves nothing, and the expectation is refused instead.
 // Only an expected object can match one, so a primitive expectation (the usual field) costs one typeof.
 function fieldEqual(name: string, seen: unknown, expected: unknown): boolean {
+  // An expected `undefined` (an input field the call left out, or misspelt) matches any record lacking the
+  // field: it would pass without reading anything. A field that must be empty is expected as null.
+  if (expected === undefined) {
+    throw new InvalidExpectation(
+      `"${name}" is expected as undefined, which any record without the field matches; expect null for an empty field, or leave "${name}" out`,
+    );
+  }
   if (!plainEqual(seen, expected)) return false;
   // The very same object (an expectation read from the observation) is equal whatever it holds.
   if (typeof expected !== 'object' || expected === null || seen === expected) return true;
@@ -245,6 +293,12 @@ function opaqueIn(value: unknown, depth: number): string | undefined {
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+function isThenable(value: unknown): boolean {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 function isUnit(value: unknown): value is Unit {

@@ -16,6 +16,7 @@ import {
   settledByVerdict,
   staleReason,
   summarizeReading,
+  tiedToOperation,
 } from './verdict.js';
 
 export type { DriveEnv } from './record-writer.js';
@@ -182,6 +183,16 @@ export class Drive extends RecordWriter {
     if (evaluation.verdict === 'pass' || acceptable) {
       return this.finish({ ...seen, status: 'no_op', reason: 'the target already satisfied the request' });
     }
+    if (evaluation.running) {
+      // Not done (that job may still fail) and not safe to start beside it: nothing runs, and the same call
+      // may be made again once that job has ended, when the baseline tells which way it went.
+      return this.stayRequested({
+        ...seen,
+        status: 'failed',
+        errorCode: 'target_busy',
+        reason: 'a job on this target is still running; nothing was executed',
+      });
+    }
     return undefined;
   }
 
@@ -341,7 +352,9 @@ export class Drive extends RecordWriter {
     if (evaluation.verdict === 'stale') {
       return this.unresolved({ at: reading.at, code: 'stale_read', reason: staleReason(seen.checks) }, seen);
     }
-    return inDoubt
+    // After an ambiguous attempt a mismatch usually means the write is not visible yet; but a record a rule
+    // ties to this very operation shows it landed, with other values: waiting or executing again cannot help.
+    return inDoubt && !(evaluation.fresh === true && tiedToOperation(evaluation.checks))
       ? this.judgeAbsence(reading, seen)
       : this.mismatch(reading, failedNames(seen.checks), seen);
   }

@@ -27,6 +27,7 @@ export type RunnerCode =
   | 'in_flight'
   | 'in_progress'
   | 'provider_failed'
+  | 'target_busy'
   | 'verifier_unavailable'
   | 'verification_denied'
   | 'verifier_timeout'

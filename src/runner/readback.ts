@@ -1,6 +1,12 @@
 import { requirePlain, UnusableValue } from '../canonical.js';
 import type { Clock } from '../clock.js';
-import { type Evaluation, evaluate, freshnessOf, InvalidExpectation } from '../contract/evaluate.js';
+import {
+  type Evaluation,
+  evaluate,
+  freshnessOf,
+  InvalidExpectation,
+  statedScopeMismatch,
+} from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
 import { isDenial } from '../errors.js';
 import { StepTimeout, withDeadline } from './timeout.js';
@@ -77,6 +83,11 @@ function judge(
       };
     }
     if (action.mode === 'accepted' && terminal !== 'succeeded') {
+      // Another scope's failed job says nothing about this operation's: the read is wrong_scope, as for finished
+      // work (without its terminal state, which would fail the operation as the provider's). Another scope's
+      // running job is left to later reads, as any running read is.
+      const wrong = terminal === 'failed' ? statedScopeMismatch(action, observed, ctx) : undefined;
+      if (wrong) return { kind: 'observed', at, evaluation: wrong };
       // A failed state fails the operation, so it too must be shown to be this operation's: a lagging read of
       // an earlier failed job would otherwise fail work that is running or done, and invite doing it again.
       const fresh = terminal === 'failed' ? freshnessOf(action, input, observed, ctx) : undefined;

@@ -36,6 +36,8 @@ export class RunTrace {
   private operationId: string | undefined;
   private readonly startedAt: number;
   private claim: ClaimedOutcome = 'none';
+  // Whether this is the agent's own call (`run`): only there can a shadow verdict's claim be this call's.
+  private ownCall = false;
   private executeEndedAt: number | undefined;
   private inputHash: string | null | undefined;
   // The target as given and as redacted, so a call's reads do not scan the same string again.
@@ -112,6 +114,7 @@ export class RunTrace {
 
   /** Emits `run.started` with the call's facts (called by `Tracer.begin`). */
   started(mode: Mode, facts: CallFacts): void {
+    this.ownCall = facts.entry === 'run';
     const e = this.open('run.started', this.startedAt);
     if (!e) return;
     e.entry = facts.entry;
@@ -366,7 +369,7 @@ export class RunTrace {
       message: this.scrub('message', c.message),
       nextAllowedAction: c.nextAllowedAction,
       safeToRepeat: c.safeToRepeat,
-      claimed: this.claim,
+      claimed: this.claimOf(c),
       verified: c.status === 'verified',
       checks: c.checks === this.checksSeen ? this.checksRedacted : this.scrub('checks', c.checks),
       durationMs: now - this.startedAt,
@@ -379,6 +382,12 @@ export class RunTrace {
     if (this.executeEndedAt !== undefined) e.verificationMs = now - this.executeEndedAt;
     if (c.shadow) e.shadow = this.scrub('shadow', c.shadow);
     this.send(e);
+  }
+
+  // A shadow tool can run outside the drive (its record could not be reserved), unseen by the execute hooks;
+  // the agent's own shadow call is never joined, so its verdict's claim is this call's (a poll's is not).
+  private claimOf(c: Completion): ClaimedOutcome {
+    return this.claim === 'none' && this.ownCall && c.shadow ? c.shadow.claimed : this.claim;
   }
 
   /** Emits `run.error` for a call that threw instead of completing. */

@@ -50,6 +50,20 @@ export function isSettledVerdict(reading: Extract<Reading, { kind: 'observed' }>
   return reading.evaluation?.verdict === 'pass' || reading.evaluation?.verdict === 'wrong_scope';
 }
 
+// Built-in rules that only this operation's own write can pass. A newer version or update time could be anyone's,
+// a content hash any earlier call's with the same input, and a hand-written rule says nothing of whose write it saw.
+const OPERATION_TIED = new Set(['fresh:audit_event', 'fresh:idempotency_key']);
+
+/** True when a passing freshness check proves the record carries this operation's own write. */
+export function tiedToOperation(checks: Check[]): boolean {
+  return checks.some(
+    (c) =>
+      c?.pass === true &&
+      (OPERATION_TIED.has(c.name) ||
+        (c.name === 'fresh:all' && Array.isArray(c.observed) && tiedToOperation(c.observed as Check[]))),
+  );
+}
+
 /** The reason text for a mismatch, naming the checks that failed. */
 export function failedNames(checks: Check[] | undefined): string {
   const failed = (checks ?? []).filter((c) => !c.pass).map((c) => c.name);
