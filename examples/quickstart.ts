@@ -27,6 +27,7 @@ const resolveTicket = defineAction({
   observe: ({ id }) => tickets.get(id), // the system of record, never the write's reply
   expect: () => ({ status: 'resolved' }),
   fresh: freshness.versionAbove((t: Ticket) => t.version), // an old matching copy is not proof
+  targetOf: (t) => `ticket:${t.id}`, // the record read must be the requested one
   scopeOf: (t) => ({ tenant: t.tenant }), // must match ctx.scope
 });
 

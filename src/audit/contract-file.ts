@@ -60,6 +60,7 @@ export interface ContractRule {
 
 /** What a postcondition must name; each entry is the team's description of how it is given. */
 export interface PostconditionTemplate {
+  /** The target identity: what `target(input)` names and `targetOf(observed)` must read back. */
   target: string;
   expected: string;
   freshness: string;

@@ -139,6 +139,8 @@ function owner(action: AnyAction): Finding {
   );
 }
 
+// Identity is two comparisons: the record is the requested one (targetOf against target(input)), and it lies in
+// the run's scope (scopeOf against ctx.scope). Either missing lets a read of the wrong record pass.
 function identity(action: AnyAction): Finding {
   if (action.mode === 'optimistic') {
     return debt(
@@ -147,14 +149,24 @@ function identity(action: AnyAction): Finding {
       'read the target back: use committed or accepted mode',
     );
   }
-  if (action.scopeOf !== undefined) {
-    return ok('identity', 'target(input) names the record; scopeOf(observed) must match the run scope');
+  const target = action.targetOf !== undefined;
+  const scope = action.scopeOf !== undefined;
+  if (target && scope) {
+    return ok(
+      'identity',
+      'targetOf(observed) must equal target(input); scopeOf(observed) must match the run scope',
+    );
   }
-  return debt(
-    'identity',
-    'target(input) names the record, but its scope (tenant, project, environment) is never compared',
-    'declare scopeOf(observed) so a record from another scope cannot pass',
-  );
+  const fixes = [
+    ...(scope ? [] : ['declare scopeOf(observed) so a record from another scope cannot pass']),
+    ...(target
+      ? []
+      : ["declare targetOf(observed) returning the record's target id, so another record cannot pass"]),
+  ];
+  const answer = !target
+    ? `nothing compares the observed record with target(input): a read of another record with matching fields passes${scope ? '' : ', and its scope (tenant, project, environment) is never compared'}`
+    : "targetOf(observed) must equal target(input), but the record's scope (tenant, project, environment) is never compared";
+  return debt('identity', answer, fixes.join('; '));
 }
 
 function freshness(action: AnyAction, checks: string[]): Finding {

@@ -3,7 +3,7 @@ import { asCheck } from './freshness.js';
 import type { Action, Check, Expectation, StepContext, Unit, UnitSummary } from './types.js';
 
 /** What one observation says about the postcondition. */
-export type Verdict = 'pass' | 'partial' | 'mismatch' | 'stale' | 'wrong_scope';
+export type Verdict = 'pass' | 'partial' | 'mismatch' | 'stale' | 'wrong_scope' | 'wrong_target';
 
 /** The checks run on one observation, and the verdict they add up to. */
 export interface Evaluation {
@@ -22,19 +22,30 @@ export class InvalidExpectation extends Error {}
 
 const MAX_EVIDENCE_UNITS = 20;
 
+/** How `evaluate` reads: as a baseline (no freshness rule), and for which operation target. */
+export interface EvaluateOptions {
+  baseline?: boolean;
+  /** The operation's target (`record.target`), which `targetOf` must return; default `target(input)`. */
+  target?: string;
+}
+
 /**
- * Runs the scope check, the expected fields/checks/units and (unless `baseline`) the freshness rule.
- * A baseline read skips freshness: it asks whether the target already holds, not whether we changed it.
+ * Runs the target and scope checks, the expected fields/checks/units and (unless `baseline`) the freshness
+ * rule. A baseline read skips freshness: it asks whether the target already holds, not whether we changed it.
  */
 export function evaluate<I, O>(
   action: Action<I, O>,
   input: I,
   observed: O,
   ctx: StepContext,
-  options: { baseline?: boolean } = {},
+  options: EvaluateOptions = {},
 ): Evaluation {
+  const identity = identify(action, input, observed, ctx, options.target);
+  if (identity.check && !identity.check.pass) return wrongTarget(identity.check);
+  const targetCheck = identity.check;
   const scopeCheck = checkScope(action, observed, ctx);
   if (scopeCheck && !scopeCheck.pass) return wrongScope(scopeCheck);
+  const leading = [targetCheck, scopeCheck].filter((c): c is Check => c !== undefined);
   // Only finished work can show the requested end state holds. A failed job did not do it, whatever fields it
   // carries: a no_op would never run the work. A running job (another run's, an earlier request's) may still
   // fail: a no_op would claim what is not done, and executing over it could double it (the drive refuses).
@@ -44,7 +55,7 @@ export function evaluate<I, O>(
       const check: Check = { name: 'terminal', pass: false, expected: 'succeeded', observed: state };
       return {
         verdict: 'mismatch',
-        checks: scopeCheck ? [scopeCheck, check] : [check],
+        checks: [...leading, check],
         evidence: { terminal: state },
         ...(state === 'running' ? { running: true as const } : {}),
       };
@@ -52,9 +63,10 @@ export function evaluate<I, O>(
     // Anything else ('queued', undefined) tells nothing about the work, as a poll read would refuse it.
     if (state !== 'succeeded') throw new InvalidExpectation(`terminal() returned ${String(state)}`);
   }
-  const expectation = action.expect?.(input, observed, ctx);
-  const { checks, units, evidence } = normalize(expectation, observed);
-  if (scopeCheck) checks.unshift(scopeCheck);
+  if (identity.expectError) throw identity.expectError.error;
+  const expectation = identity.expected ? identity.expected.value : action.expect?.(input, observed, ctx);
+  const { checks, units, evidence } = normalize(expectation, observed, action.targetOf);
+  if (leading.length > 0) checks.unshift(...leading);
 
   let freshCheck: Check | undefined;
   if (action.fresh && !options.baseline) {
@@ -129,6 +141,87 @@ export function statedScopeMismatch<I, O>(
   return stated ? wrongScope(scopeCheck) : undefined;
 }
 
+/**
+ * The wrong-target evaluation when `targetOf` names another record than the operation's target; undefined
+ * when it names ours, or the action has no `targetOf`, or `expect` returns batch units (each checked on its own).
+ */
+export function misdirected<I, O>(
+  action: Action<I, O>,
+  input: I,
+  observed: O,
+  ctx: StepContext,
+  target: string,
+): Evaluation | undefined {
+  const { check } = identify(action, input, observed, ctx, target);
+  return check && !check.pass ? wrongTarget(check) : undefined;
+}
+
+interface Identity {
+  check?: Check;
+  /** What `expect` returned, computed early to tell a batch (units carry their own targets) from one record. */
+  expected?: { value: Expectation | undefined };
+  /** What `expect` threw: raised after the target check, so a misdirected read is named as such first. */
+  expectError?: { error: unknown };
+}
+
+function identify<I, O>(
+  action: Action<I, O>,
+  input: I,
+  observed: O,
+  ctx: StepContext,
+  target: string | undefined,
+): Identity {
+  if (!action.targetOf) return {};
+  const out: Identity = {};
+  try {
+    out.expected = { value: action.expect?.(input, observed, ctx) };
+  } catch (error) {
+    out.expectError = { error };
+  }
+  // A batch's observation is a collection: targetOf reads each unit's record instead (see unitChecks).
+  const value = out.expected?.value;
+  if (Array.isArray(value) && value.length > 0 && value.every(isUnit)) return out;
+  out.check = targetCheck(action.targetOf, observed, target ?? action.target(input));
+  return out;
+}
+
+// Called at once, like scopeOf: an async targetOf gives a promise, never the record's identifier, and a throw
+// decides nothing about whose record this is. Both are a contract fault (invalid_expectation), not a read error.
+function targetCheck<O>(
+  targetOf: (observed: O) => string,
+  observed: O,
+  wanted: string,
+  name = 'target',
+): Check {
+  let found: unknown;
+  try {
+    found = targetOf(observed);
+  } catch (error) {
+    throw new InvalidExpectation(`targetOf() threw: ${thrownText(error)}`);
+  }
+  if (typeof found !== 'string') {
+    // Nobody awaits it: a rejection must not surface later as an unhandled one.
+    if (isThenable(found)) (found as PromiseLike<unknown>).then(undefined, () => {});
+    const what = isThenable(found) ? 'a promise' : found === null ? 'null' : typeof found;
+    throw new InvalidExpectation(
+      `targetOf() returned ${what}; it must return the observed record's target identifier at once, as a string`,
+    );
+  }
+  return { name, pass: found === wanted, expected: wanted, observed: found };
+}
+
+function thrownText(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message || error.name : String(error);
+  } catch {
+    return 'an unprintable error';
+  }
+}
+
+function wrongTarget(check: Check): Evaluation {
+  return { verdict: 'wrong_target', checks: [check], evidence: { target: check.observed } };
+}
+
 function wrongScope(scopeCheck: Check): Evaluation {
   return { verdict: 'wrong_scope', checks: [scopeCheck], evidence: { scope: scopeCheck.observed } };
 }
@@ -158,10 +251,11 @@ function sameScopeValue(seen: unknown, wanted: string | undefined): boolean {
 function normalize(
   expectation: Expectation | undefined,
   observed: unknown,
+  targetOf: ((observed: never) => string) | undefined,
 ): { checks: Check[]; units?: UnitSummary; evidence: Record<string, unknown> } {
   if (Array.isArray(expectation)) {
     if (expectation.length === 0) throw new InvalidExpectation('expect() returned an empty list');
-    if (expectation.every(isUnit)) return unitChecks(expectation);
+    if (expectation.every(isUnit)) return unitChecks(expectation, targetOf);
     if (expectation.every(isCheck)) {
       const checks = expectation.map((c) => ({ ...c }));
       return { checks, evidence: Object.fromEntries(checks.map((c) => [c.name, c.observed])) };
@@ -208,20 +302,31 @@ function setField(target: Record<string, unknown>, key: string, value: unknown):
   }
 }
 
-function unitChecks(units: Unit[]): {
+function unitChecks(
+  units: Unit[],
+  targetOf: ((observed: never) => string) | undefined,
+): {
   checks: Check[];
   units: UnitSummary;
   evidence: Record<string, unknown>;
 } {
+  // A unit whose record is another target's (a misrouted lookup) fails, and a check after the unit checks says so.
+  const misdirected: Check[] = [];
   const checks = units.map((unit) => {
     const observed = unit.observed;
     // `rows.find(...)` gives undefined for a missing row, `rows.filter(...)` an empty list: absent, like null,
     // or `{ owner: null }` would pass.
     const found = typeof observed === 'object' && observed !== null && !Array.isArray(observed);
+    const identity =
+      found && targetOf
+        ? targetCheck(targetOf, observed as never, unit.target, `unit:${unit.target}:target`)
+        : undefined;
+    if (identity && !identity.pass) misdirected.push(identity);
     return {
       name: `unit:${unit.target}`,
       pass:
         found &&
+        identity?.pass !== false &&
         Object.entries(unit.expected).every(([key, value]) =>
           fieldEqual(`${unit.target}.${key}`, observed[key], value),
         ),
@@ -242,7 +347,11 @@ function unitChecks(units: Unit[]): {
       .slice(0, MAX_EVIDENCE_UNITS)
       .map((u) => [u.target, u.observed]),
   );
-  return { checks, units: summary, evidence: { units: summary, failedObserved } };
+  return {
+    checks: [...checks, ...misdirected],
+    units: summary,
+    evidence: { units: summary, failedObserved },
+  };
 }
 
 // The canonical form writes an instance with no own fields (a URL, a Temporal time, an Error) as `{}`, so any

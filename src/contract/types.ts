@@ -155,6 +155,12 @@ export interface ActionContract<I, O> {
   acceptable?(input: I, observed: O): boolean;
   fresh?: FreshnessRule<I, O>;
   scopeOf?(observed: O): Record<string, string> | undefined;
+  /**
+   * The target identifier the observed record belongs to, compared with `target(input)`: a read of another
+   * record (a misrouted id, a list's first row) then never passes, whatever its fields. For batch units it is
+   * called on each unit's observed record (declare its parameter `unknown`) and compared with the unit's `target`.
+   */
+  targetOf?(observed: O): string;
   terminal?(observed: O): TerminalState;
   idempotencyKey?(input: I, ctx: RunContext): string;
   safeToRepeat?: RepeatSafety;

@@ -145,7 +145,10 @@ export class Drive extends RecordWriter {
     const input = this.record.input;
     let evaluation: ReturnType<typeof evaluate>;
     try {
-      evaluation = evaluate(action, input, observed, this.stepContext(), { baseline: true });
+      evaluation = evaluate(action, input, observed, this.stepContext(), {
+        baseline: true,
+        target: this.record.target,
+      });
     } catch (error) {
       return this.stayRequested({
         status: 'failed',
@@ -158,6 +161,16 @@ export class Drive extends RecordWriter {
       evidence: evaluation.evidence,
       observedAt: this.env.clock.now(),
     };
+    if (evaluation.verdict === 'wrong_target') {
+      // The baseline read another record: whether ours already holds is unknown, so nothing runs; the same
+      // call would read the same wrong record, so it is refused (next: ask_user) rather than offered again.
+      return this.finish({
+        ...seen,
+        status: 'failed',
+        errorCode: 'wrong_target',
+        reason: `the baseline read returned the record of ${JSON.stringify(evaluation.evidence.target)}, not of ${JSON.stringify(this.record.target)}; nothing was executed`,
+      });
+    }
     if (evaluation.verdict === 'wrong_scope') {
       return this.finish({
         ...seen,
@@ -347,7 +360,8 @@ export class Drive extends RecordWriter {
     }
     const evaluation = reading.evaluation!;
     const settled = settledByVerdict(evaluation, reading.at);
-    if (settled) return this.finish(settled);
+    // Final: a wrong target settles as unknown, which no later read of the same verifier would change.
+    if (settled) return this.finish(settled, true);
     const seen = seenFacts(evaluation, reading.at);
     if (evaluation.verdict === 'stale') {
       return this.unresolved({ at: reading.at, code: 'stale_read', reason: staleReason(seen.checks) }, seen);
@@ -455,7 +469,7 @@ export class Drive extends RecordWriter {
     }
     const evaluation = reading.evaluation!;
     const settled = settledByVerdict(evaluation, reading.at);
-    if (settled) return () => this.finish(settled);
+    if (settled) return () => this.finish(settled, true);
     if (evaluation.verdict === 'stale') return undefined;
     const seen = seenFacts(evaluation, reading.at);
     return () => this.mismatch(reading, failedNames(seen.checks), seen);
@@ -464,9 +478,9 @@ export class Drive extends RecordWriter {
   private read(phase: ReadPhase): Promise<Reading> {
     const { env, action, record } = this;
     const trace = this.run.trace;
-    if (!trace) return readOnce(env.clock, action, record.input, this.stepContext);
+    if (!trace) return readOnce(env.clock, action, record.input, this.stepContext, record.target);
     const started = trace.readStarted();
-    return readOnce(env.clock, action, record.input, this.stepContext, (reading) =>
+    return readOnce(env.clock, action, record.input, this.stepContext, record.target, (reading) =>
       trace.observed(phase, record, started, reading),
     );
   }
@@ -550,7 +564,7 @@ export class Drive extends RecordWriter {
   };
 }
 
-/** A read that ends the settle window: an error, or an observation that settles (pass or wrong scope). */
+/** A read that ends the settle window: an error, or an observation that settles (pass, wrong scope or target). */
 function decisive(reading: Reading): boolean {
   return reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading));
 }

@@ -22,6 +22,7 @@ export type RunnerCode =
   | 'aborted'
   | 'readback_mismatch'
   | 'wrong_scope'
+  | 'wrong_target'
   | 'stale_read'
   | 'effect_absent'
   | 'in_flight'
@@ -87,7 +88,8 @@ export function nextAllowedAction(outcome: Outcome, action: AnyAction): NextAllo
       return outcome.errorCode && POLLABLE.has(outcome.errorCode) ? 'poll' : 'ask_user';
     case 'failed':
       // The target is another tenant's: the same call would reach it again, and a write may have landed there.
-      if (outcome.errorCode === 'wrong_scope') return 'ask_user';
+      // A misdirected read (the baseline read another record) would be misdirected again on the same call.
+      if (outcome.errorCode === 'wrong_scope' || outcome.errorCode === 'wrong_target') return 'ask_user';
       if (outcome.nothingExecuted && !REPAIRABLE.has(outcome.errorCode ?? '')) {
         return outcome.errorCode === 'not_authorized' ? 'ask_user' : 'retry';
       }

@@ -5,6 +5,7 @@ import {
   evaluate,
   freshnessOf,
   InvalidExpectation,
+  misdirected,
   statedScopeMismatch,
 } from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
@@ -39,6 +40,8 @@ export function readOnce(
   action: AnyAction,
   input: unknown,
   makeCtx: StepContextFactory,
+  /** The operation's target (`record.target`), which the action's `targetOf` must name. */
+  target: string,
   /** Sees the reading before it is returned (the trace), inside the same `then`: no promise of its own. */
   onReading?: (reading: Reading) => void,
 ): Promise<Reading> {
@@ -49,7 +52,7 @@ export function readOnce(
   return withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
     observe(input, makeCtx(signal)),
   ).then(
-    (observed): Reading => seen(judge(clock, action, input, observed, ctx), onReading),
+    (observed): Reading => seen(judge(clock, action, input, observed, ctx, target), onReading),
     (error: unknown): Reading =>
       seen({ kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) }, onReading),
   );
@@ -67,6 +70,7 @@ function judge(
   input: unknown,
   observed: unknown,
   ctx: StepContext,
+  target: string,
 ): Reading {
   const at = clock.now();
   if (observed === null || observed === undefined) return { kind: 'absent', at };
@@ -83,6 +87,11 @@ function judge(
       };
     }
     if (action.mode === 'accepted' && terminal !== 'succeeded') {
+      // Another target's job, running or failed, says nothing about ours: waiting on it would spend the poll
+      // budget on a record that can never become ours, and its failure is not our operation's. No terminal
+      // state goes with it, so nothing reads it as this operation's progress.
+      const elsewhere = misdirected(action, input, observed, ctx, target);
+      if (elsewhere) return { kind: 'observed', at, evaluation: elsewhere };
       // Another scope's failed job says nothing about this operation's: the read is wrong_scope, as for finished
       // work (without its terminal state, which would fail the operation as the provider's). Another scope's
       // running job is left to later reads, as any running read is.
@@ -97,7 +106,7 @@ function judge(
       }
       return { kind: 'observed', at, ...(terminal ? { terminal } : {}), evaluation: null };
     }
-    let evaluation = evaluate(action, input, observed, ctx);
+    let evaluation = evaluate(action, input, observed, ctx, { target });
     // Finished work that is not provably this operation's (a lagging read of an earlier job) says nothing about
     // this one: it must not fail it either, or the work is done again; polling goes on within the budget.
     const unproven = evaluation.verdict === 'mismatch' || evaluation.verdict === 'partial';

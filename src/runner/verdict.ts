@@ -14,7 +14,11 @@ export function seenFacts(
   return { checks: evaluation.checks, evidence: evaluation.evidence, observedAt: at };
 }
 
-/** Maps a verdict that settles the operation (pass, partial, wrong scope) to its outcome facts. */
+/**
+ * Maps a verdict that settles the operation (pass, partial, wrong scope, wrong target) to its outcome facts.
+ * A wrong target settles as `unknown`: the read was of another record, so it proves nothing about ours either
+ * way, and reading again through the same misdirected verifier cannot tell more.
+ */
 export function settledByVerdict(evaluation: Evaluation, at: number): SettledFacts | undefined {
   const { checks, evidence } = evaluation;
   switch (evaluation.verdict) {
@@ -40,6 +44,15 @@ export function settledByVerdict(evaluation: Evaluation, at: number): SettledFac
         errorCode: 'wrong_scope',
         reason: 'observed in another scope',
       };
+    case 'wrong_target':
+      return {
+        checks,
+        evidence,
+        observedAt: at,
+        status: 'unknown',
+        errorCode: 'wrong_target',
+        reason: `the read returned the record of ${JSON.stringify(checks[0]?.observed)}, not of ${JSON.stringify(checks[0]?.expected)}; it proves nothing about this operation's target`,
+      };
     default:
       return undefined;
   }
@@ -47,7 +60,8 @@ export function settledByVerdict(evaluation: Evaluation, at: number): SettledFac
 
 /** True when re-reading within a settle window cannot change what this observation decided. */
 export function isSettledVerdict(reading: Extract<Reading, { kind: 'observed' }>): boolean {
-  return reading.evaluation?.verdict === 'pass' || reading.evaluation?.verdict === 'wrong_scope';
+  const verdict = reading.evaluation?.verdict;
+  return verdict === 'pass' || verdict === 'wrong_scope' || verdict === 'wrong_target';
 }
 
 // Built-in rules that only this operation's own write can pass. A newer version or update time could be anyone's,

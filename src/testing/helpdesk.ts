@@ -2,7 +2,7 @@ import { defineAction } from '../contract/define.js';
 import { freshness } from '../contract/freshness.js';
 import type { Action, StepContext, TerminalState } from '../contract/types.js';
 import { accepted, rejected } from '../runner/markers.js';
-import { FakeBatchTarget } from './fakes/batch.js';
+import { type BatchRecord, FakeBatchTarget } from './fakes/batch.js';
 import { FakeClock } from './fakes/fake-clock.js';
 import { FakeLedger, type LedgerEntry } from './fakes/ledger.js';
 import { FakeMailProvider, type MailMessage } from './fakes/mail.js';
@@ -102,6 +102,8 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
     observe: (input) => readTicket(input.id),
     expect: (input) => ({ status: input.status }),
     fresh: freshness.versionAbove((t: Ticket) => t.version),
+    // The ticket read must be the requested one: a misrouted id with the same status proves nothing.
+    targetOf: (t) => `ticket:${t.id}`,
     scopeOf: (t) => ({ tenant: t.tenant }),
     safeToRepeat: false,
     maxInFlightMs: 10_000,
@@ -125,6 +127,7 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
       m.status === 'queued' ? 'running' : m.status === 'delivered' ? 'succeeded' : 'failed',
     expect: (input) => ({ to: input.to, status: 'delivered' }),
     fresh: freshness.idempotencyKeyIn((m: MailMessage) => m.idempotencyKey),
+    targetOf: (m: MailMessage) => `email:${m.to}`,
     // The provider deduplicates on our idempotency key, so a re-send cannot double the email.
     safeToRepeat: true,
     maxInFlightMs: 5_000,
@@ -159,6 +162,8 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
       },
     ],
     fresh: freshness.idempotencyKeyIn((e: LedgerEntry) => e.idempotencyKey),
+    // A charge under our key belongs to an account, not to this order: it is another record, not our refund.
+    targetOf: (e: LedgerEntry) => (e.kind === 'refund' ? `order:${e.orderId}` : `account:${e.account}`),
     safeToRepeat: true,
     maxInFlightMs: 5_000,
   });
@@ -178,6 +183,8 @@ export function createHelpdesk(options: HelpdeskOptions = {}) {
         expected: { schemaVersion: input.toVersion },
         observed: (observed.records[i] as Record<string, unknown> | null) ?? null,
       })),
+    // Called on each unit's record: the row read for `record:<id>` must be that record.
+    targetOf: (r: unknown) => `record:${(r as BatchRecord).id}`,
     safeToRepeat: true,
   });
 

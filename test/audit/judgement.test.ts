@@ -13,7 +13,14 @@ import { runCli } from '../cli/support.js';
 const dir = mkdtempSync(join(tmpdir(), 'readback-audit-judgement-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-type Row = { version: number; events: { operationId: string }[]; tenant: string; idempotencyKey: string };
+type Row = {
+  id: string;
+  to: string;
+  version: number;
+  events: { operationId: string }[];
+  tenant: string;
+  idempotencyKey: string;
+};
 
 const EXAMPLE = readFileSync('examples/contracts/send-email.yaml', 'utf8');
 const UNKNOWN_LINE = /^( {4}unknown: )".*$/m;
@@ -65,6 +72,7 @@ describe('unknown messages that say the outcome is uncertain in other words', ()
         observe: () => null,
         expect: () => ({ status: 'resolved' }),
         fresh: freshness.auditEvent((t: Row) => t.events),
+        targetOf: (t: Row) => `ticket:${t.id}`,
         scopeOf: (t: Row) => ({ tenant: t.tenant }),
         safeToRepeat: false,
         messages: { unknown },
@@ -99,6 +107,7 @@ const ticket = (): Config => ({
     freshness.versionAbove((t: Row) => t.version),
     freshness.auditEvent((t: Row) => t.events),
   ),
+  targetOf: (t: Row) => `ticket:${t.id}`,
   scopeOf: (t: Row) => ({ tenant: t.tenant }),
   safeToRepeat: false,
 });
@@ -115,6 +124,7 @@ const mail = (): Config => ({
   terminal: () => 'succeeded',
   expect: ({ to }: { to: string }) => ({ to, status: 'delivered' }),
   fresh: freshness.idempotencyKeyIn((m: Row) => m.idempotencyKey),
+  targetOf: (m: Row) => `email:${m.to}`,
   scopeOf: (m: Row) => ({ tenant: m.tenant }),
   safeToRepeat: true,
   poll: { maxDurationMs: 120_000, maxReads: 12 },

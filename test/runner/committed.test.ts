@@ -11,6 +11,7 @@ describe('committed mode against the ticket system', () => {
     ]);
     expect(c.status).toBe('verified');
     expect(c.checks.map((k) => [k.name, k.pass])).toEqual([
+      ['target', true],
       ['scope', true],
       ['status', true],
       ['fresh:version_above_baseline', true],
