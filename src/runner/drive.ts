@@ -1,6 +1,7 @@
 import { toRecordable } from '../canonical.js';
 import { evaluate } from '../contract/evaluate.js';
-import type { Completion, StepContext } from '../contract/types.js';
+import type { Completion, RunContext, StepContext } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
 import type { Lifecycle } from '../store/types.js';
 import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
@@ -8,6 +9,7 @@ import { isAccepted, isRejected } from './markers.js';
 import type { Outcome } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
 import { RecordWriter } from './record-writer.js';
+import { runUnrecorded } from './shadow.js';
 import { withDeadline } from './timeout.js';
 import {
   failedNames,
@@ -20,6 +22,13 @@ import {
 } from './verdict.js';
 
 export type { DriveEnv } from './record-writer.js';
+
+// A store's refusal of a misuse (a bad argument) is a bug to surface; its failure (down, busy, conflicting) is not.
+function isMisuse(error: unknown): boolean {
+  return (
+    error instanceof ReadbackError && error.code !== 'store_conflict' && error.code !== 'unstorable_value'
+  );
+}
 
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
 export type FollowMode = 'wait' | 'once' | 'none';
@@ -216,21 +225,28 @@ export class Drive extends RecordWriter {
     // From the lifecycle this drive saw (with the attempt guard, as exact as allowing either): a single
     // lifecycle lets a store skip reading which one the row was in for the event's `from`.
     const seen = this.record.lifecycle;
-    const moved = await this.move(
-      seen === 'requested' || seen === 'executing' ? [seen] : ['requested', 'executing'],
-      {
-        lifecycle: 'executing',
-        attempt,
-        executedAt: now,
-        inFlightUntil: null,
-        // If this process dies mid-execute, the record becomes due for a read-back after this time.
-        nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
-        // Kept so freshness rules still have their baseline when a later poll or a restart reads back.
-        ...(this.baseline !== undefined ? { baseline: toRecordable(this.baseline).value } : {}),
-      },
-      { type: 'executing' },
-      this.record.attempt,
-    );
+    let moved: boolean;
+    try {
+      moved = await this.move(
+        seen === 'requested' || seen === 'executing' ? [seen] : ['requested', 'executing'],
+        {
+          lifecycle: 'executing',
+          attempt,
+          executedAt: now,
+          inFlightUntil: null,
+          // If this process dies mid-execute, the record becomes due for a read-back after this time.
+          nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
+          // Kept so freshness rules still have their baseline when a later poll or a restart reads back.
+          ...(this.baseline !== undefined ? { baseline: toRecordable(this.baseline).value } : {}),
+        },
+        { type: 'executing' },
+        this.record.attempt,
+      );
+    } catch (error) {
+      // Shadow never stands between the agent and its tool: a store failing here must not keep it from running.
+      if (!this.shadow || isMisuse(error)) throw error;
+      return this.executeUnrecorded(error);
+    }
     if (!moved) return this.superseded();
 
     let raw: unknown;
@@ -296,6 +312,51 @@ export class Drive extends RecordWriter {
 
   /** Whether `run` should wait within the poll budget; set by the runner. */
   runWait = true;
+
+  /**
+   * Shadow: the store failed before the live tool's run was recorded. The tool runs as it would without readback,
+   * then the run is recorded if the store has come back (so a later read-back judges it, instead of a record that
+   * says nothing ran); operators get an unknown completion either way.
+   */
+  private async executeUnrecorded(error: unknown): Promise<Completion> {
+    const r = this.record;
+    const now = this.env.clock.now();
+    const ctx: RunContext = { runId: r.runId };
+    if (this.run.actor !== undefined) ctx.actor = this.run.actor;
+    const call = {
+      target: r.target,
+      operationId: r.id,
+      idempotencyKey: r.idempotencyKey,
+      ctx,
+      scope: r.scope,
+    };
+    const completion = await runUnrecorded(
+      this.action,
+      r.input,
+      { ...call, signal: this.run.signal, now, recordKept: true },
+      this.shadow!,
+      error,
+    );
+    const later = { ...completion, reason: `${completion.reason}; recorded afterwards, due for a read-back` };
+    const recorded = await this.move(
+      [r.lifecycle],
+      {
+        lifecycle: 'executing',
+        attempt: r.attempt + 1,
+        executedAt: now,
+        inFlightUntil: null,
+        nextPollAt: now,
+        // The claim a later read-back judges (a resumed shadow drive takes it from the stored completion).
+        completion: this.shadow!.mark(later),
+      },
+      {
+        type: 'executing',
+        detail: { unrecordedRun: describeError(error), shadowClaim: this.shadow!.claimed },
+      },
+      r.attempt,
+    ).catch(() => false);
+    return recorded ? later : completion;
+  }
 
   /** Execute threw or timed out, or a crash left the record mid-flight: read back before anything else. */
   private async resolveInDoubt(): Promise<Completion> {

@@ -122,6 +122,8 @@ export interface UnrecordedCall {
   signal: AbortSignal;
   /** When the call started (ms). */
   now: number;
+  /** The record was reserved; only the live tool's run could not be recorded. */
+  recordKept?: boolean;
 }
 
 /**
@@ -152,7 +154,9 @@ export async function runUnrecorded(
   } catch (thrown) {
     state.threw(thrown);
   }
-  const reason = `the operation store failed before the live tool ran, so it ran without a record: ${describeError(error)}`;
+  const reason = call.recordKept
+    ? `the operation store failed before the live tool's run was recorded, so it ran unrecorded: ${describeError(error)}`
+    : `the operation store failed before the live tool ran, so it ran without a record: ${describeError(error)}`;
   return toCompletion(
     {
       target,
