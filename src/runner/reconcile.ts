@@ -128,7 +128,9 @@ export async function reconcileLoop(
       report.errors++;
       report.lastError = describeError(error);
       options.onProgress?.({ ...report, byStatus: { ...report.byStatus } });
-      if (options.once) break;
+      // A store that is down comes back; one that refuses the call (closed, say) never will: waiting on it would
+      // spin until someone aborts the loop, so the report says why it ended instead.
+      if (options.once || isPermanent(error)) break;
       const backoff = Math.min(idleMs * 2 ** Math.min(failures++, 5), Math.max(idleMs, MAX_BACKOFF_MS));
       if (!(await pause(env.clock, backoff, signal))) break;
       continue;
@@ -245,4 +247,10 @@ function positiveInt(value: number, field: string): number {
     throw new ReadbackError('invalid_options', `must be a whole number ≥ 1; got ${String(value)}`, field);
   }
   return value;
+}
+
+// Stores report a failure to reach their database as the driver's own error; a ReadbackError is a refusal that
+// no retry changes (a closed store, an argument it cannot take), except a conflict with another writer.
+function isPermanent(error: unknown): boolean {
+  return error instanceof ReadbackError && error.code !== 'store_conflict';
 }
