@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isAction } from '../contract/define.js';
@@ -123,6 +123,9 @@ function failedAt(error: unknown, path: string): string {
 export async function loadActions(modulePath: string): Promise<AnyAction[]> {
   const path = resolve(modulePath);
   if (!existsSync(path)) throw new UsageError(`actions module not found: ${modulePath}`);
+  if (statSync(path).isDirectory()) {
+    throw new UsageError(`actions module ${modulePath} is a directory; name the module file (index.js, say)`);
+  }
   let mod: Record<string, unknown>;
   try {
     mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
