@@ -100,7 +100,16 @@ const TRANSPORT_CODES = new Set([
   'execute_failed',
   'aborted',
 ]);
-const MISMATCH_CODES = new Set(['readback_mismatch', 'wrong_scope', 'stale_read', 'provider_failed']);
+const MISMATCH_CODES = new Set([
+  'readback_mismatch',
+  'wrong_scope',
+  'wrong_target',
+  'stale_read',
+  'provider_failed',
+]);
+// A read of another record (or tenant) is unknown for this call, but the verifier read the wrong thing: a mismatch
+// of target, whose repair is the verifier's target and scope fields, not a missing read.
+const MISREAD_CODES = new Set(['wrong_target', 'wrong_scope']);
 const ARG_CODES = new Set([
   'invalid_input',
   'invalid_target',
@@ -121,6 +130,7 @@ function readbackKind(rb: IncidentReadback): EvidenceKind {
     case 'pending':
       return 'accepted';
     case 'unknown':
+      if (MISREAD_CODES.has(code)) return 'mismatch';
       return TRANSPORT_CODES.has(code) ? 'transport' : 'unavailable';
     case 'failed':
       if (TRANSPORT_CODES.has(code)) return 'transport';
