@@ -1,7 +1,7 @@
 import { toRecordable } from '../canonical.js';
 import { evaluate } from '../contract/evaluate.js';
 import type { Completion, RunContext, StepContext } from '../contract/types.js';
-import { ReadbackError } from '../errors.js';
+import { isStoreMisuse } from '../store/records.js';
 import type { Lifecycle } from '../store/types.js';
 import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
@@ -22,13 +22,6 @@ import {
 } from './verdict.js';
 
 export type { DriveEnv } from './record-writer.js';
-
-// A store's refusal of a misuse (a bad argument) is a bug to surface; its failure (down, busy, conflicting) is not.
-function isMisuse(error: unknown): boolean {
-  return (
-    error instanceof ReadbackError && error.code !== 'store_conflict' && error.code !== 'unstorable_value'
-  );
-}
 
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
 export type FollowMode = 'wait' | 'once' | 'none';
@@ -244,7 +237,7 @@ export class Drive extends RecordWriter {
       );
     } catch (error) {
       // Shadow never stands between the agent and its tool: a store failing here must not keep it from running.
-      if (!this.shadow || isMisuse(error)) throw error;
+      if (!this.shadow || isStoreMisuse(error)) throw error;
       return this.executeUnrecorded(error);
     }
     if (!moved) return this.superseded();

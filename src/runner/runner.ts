@@ -5,6 +5,7 @@ import type { Action, AnyAction, Completion, RunContext } from '../contract/type
 import { ReadbackError } from '../errors.js';
 import { type Validated, validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
+import { isStoreMisuse } from '../store/records.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
 import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf, pick } from './call-checks.js';
@@ -351,9 +352,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           const reason = `the operation store cannot keep this call: ${error.message}`;
           return early({ status: 'failed', errorCode: 'invalid_input', reason }, target);
         }
-        const misuse =
-          error instanceof ReadbackError && error.code !== 'store_conflict' && !isUnstorable(error);
-        if (!shadowState || misuse) return storeFailure(error, action as AnyAction, at);
+        if (!shadowState || isStoreMisuse(error)) return storeFailure(error, action as AnyAction, at);
         const call = { target, operationId: id, idempotencyKey: key, ctx, scope, signal, now };
         return runUnrecorded(action as AnyAction, input, call, shadowState, error);
       },
@@ -394,8 +393,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     action: AnyAction,
     at: Pick<Outcome, 'target' | 'operationId' | 'idempotencyKey' | 'attempt'>,
   ): Completion {
-    if (error instanceof ReadbackError && error.code !== 'store_conflict' && !isUnstorable(error))
-      throw error;
+    if (isStoreMisuse(error)) throw error;
     const nothingExecuted = at.attempt === 0;
     return toCompletion(
       {

@@ -223,3 +223,13 @@ export function unmatchableFilter(filter: ListFilter, nul = false): boolean {
   }
   return false;
 }
+
+/**
+ * Whether a store's error is a refusal of misuse (a bad argument, a closed store) to surface as a bug, rather
+ * than a failure to write (down, busy, a conflicting writer, a value it cannot keep) that callers answer honestly.
+ */
+export function isStoreMisuse(error: unknown): boolean {
+  return (
+    error instanceof ReadbackError && error.code !== 'store_conflict' && error.code !== 'unstorable_value'
+  );
+}
