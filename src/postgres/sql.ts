@@ -133,7 +133,8 @@ export interface Statements {
    * same statement writes the lease and bumps event_seq, and a CTE appends each 'claimed' event.
    * Row locks on the claimed rows until the statement commits. Due-ness compares next_poll_at with
    * the caller's $1; lease liveness and the new expiry use $6 when given, else the server's clock.
-   * $1 now, $2 limit, $3 owner, $4 lease ms, $5 event schema_version, $6 lease clock (or NULL).
+   * $1 now, $2 limit, $3 owner, $4 lease ms, $5 event schema_version, $6 lease clock (or NULL), $7 the action
+   * names to claim (or NULL for any).
    */
   claimDue: string;
   /**
@@ -175,6 +176,7 @@ export function statementsFor(t: Tables): Statements {
         WHERE lifecycle IN (${CLAIMABLE_LIFECYCLES.map((l) => `'${l}'`).join(', ')})
           AND next_poll_at IS NOT NULL AND next_poll_at <= $1::bigint
           AND (lease_expires_at IS NULL OR lease_expires_at <= (SELECT lease_now FROM clock))
+          AND ($7::text[] IS NULL OR action = ANY($7::text[]))
         ORDER BY next_poll_at, requested_at, id
         LIMIT $2::int
         FOR NO KEY UPDATE SKIP LOCKED

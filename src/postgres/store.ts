@@ -463,9 +463,9 @@ export function createPostgresStore({
       return (await rows<OperationRow>(text, values)).map((row) => recordFromRow(row));
     },
 
-    async claimDue(limit, leaseMs, owner, now) {
+    async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
-      requireClaimArgs(limit, leaseMs, owner, now);
+      const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
       // Recorded on every claimed row and its event: refused here rather than as pg's encoding error.
       requireStorableText(owner, 'owner', true);
 
@@ -479,6 +479,7 @@ export function createPostgresStore({
         leaseMs,
         RECORD_SCHEMA_VERSION,
         leaseClock === 'caller' ? at : null,
+        actions === undefined ? null : [...actions],
       ]);
       return claimed.map((row): Claim => {
         const record = recordFromRow(row);

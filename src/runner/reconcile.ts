@@ -37,7 +37,10 @@ export interface ReconcileReport {
    * so in loop mode an operation re-polled four times while still queued adds four to `pending`.
    */
   byStatus: Record<Status, number>;
-  /** Claimed records whose action this process does not know; left for a reconciler that does. */
+  /**
+   * Claimed records whose action this process does not know, left under their lease for a reconciler that does.
+   * Always 0 with the built-in stores, which claim only the actions the runner knows.
+   */
   unknownAction: number;
   errors: number;
   lastError?: string;
@@ -52,7 +55,7 @@ const MAX_BACKOFF_MS = 30_000;
 /** Claims due operations with leases and drives each to its next honest state; never re-executes unsafe work. */
 export async function reconcileLoop(
   env: DriveEnv & { store: OperationStore; clock: Clock },
-  actionNamed: (name: string) => AnyAction | undefined,
+  actions: ReadonlyMap<string, AnyAction>,
   options: ReconcileOptions = {},
 ): Promise<ReconcileReport> {
   checkOptions(options);
@@ -72,7 +75,8 @@ export async function reconcileLoop(
   const seen = new Set<string>();
 
   const drive = async (claim: Claim): Promise<void> => {
-    const action = actionNamed(claim.record.action);
+    const action = actions.get(claim.record.action);
+    // Only a store that ignores `claimDue`'s action filter (a custom one) hands out records of other actions.
     if (!action) {
       report.unknownAction++;
       return;
@@ -114,7 +118,10 @@ export async function reconcileLoop(
   while (!signal.aborted) {
     let claims: Claim[];
     try {
-      claims = await env.store.claimDue(concurrency, leaseMs, owner, env.clock.now());
+      // Only what this process can drive: the rest stays unleased for a reconciler that knows its action.
+      claims = await env.store.claimDue(concurrency, leaseMs, owner, env.clock.now(), {
+        actions: [...actions.keys()],
+      });
       if (options.once) {
         await release(
           env.store,

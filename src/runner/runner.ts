@@ -481,7 +481,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     inShadow: (action) => isShadowed(runnerShadow, action),
     approve: (id, decision) => review(id, 'approved', decision),
     reject: (id, decision) => review(id, 'rejected', decision),
-    reconcile: (options) => reconcileLoop(env, actionNamed, options),
+    reconcile: (options) => reconcileLoop(env, registry, options),
   };
 }
 

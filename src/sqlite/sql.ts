@@ -145,12 +145,13 @@ export const CLAIMABLE_LIFECYCLES: readonly Lifecycle[] = OPEN_LIFECYCLES.filter
 /**
  * Selects up to `limit` due operations not under a live lease, in nextPollAt order; it runs first
  * in claimDue's write transaction, so the rows it picks cannot be claimed by anyone else before
- * CLAIM_ONE marks them. Parameters: now, now, limit.
+ * CLAIM_ONE marks them. Parameters: now, now, the action names as a JSON array or null for any (twice), limit.
  */
 export const SELECT_DUE = `SELECT id FROM readback_operations
   WHERE lifecycle IN (${CLAIMABLE_LIFECYCLES.map((l) => `'${l}'`).join(', ')})
     AND next_poll_at IS NOT NULL AND next_poll_at <= ?
     AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+    AND (? IS NULL OR action IN (SELECT value FROM json_each(?)))
   ORDER BY next_poll_at, requested_at, id
   LIMIT ?`;
 

@@ -426,15 +426,16 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       return (stmt(sql).all(...params) as OperationRow[]).map((row) => recordFromRow(row));
     },
 
-    async claimDue(limit, leaseMs, owner, now) {
+    async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
-      requireClaimArgs(limit, leaseMs, owner, now);
+      const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
+      const only = actions === undefined ? null : JSON.stringify(actions);
 
       // One write transaction for the select and the leases: SQLite has a single writer per file,
       // so a second claimer (another connection or process) waits on BEGIN and then sees these
       // leases as live; that is what Postgres needs FOR UPDATE SKIP LOCKED for.
       return write(() => {
-        const due = stmt(SELECT_DUE).all(now, now, limit) as { id: string }[];
+        const due = stmt(SELECT_DUE).all(now, now, only, only, limit) as { id: string }[];
         const leaseExpiresAt = now + leaseMs;
         return due.map(({ id }): Claim => {
           const leaseToken = randomUUID();

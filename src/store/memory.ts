@@ -170,13 +170,14 @@ export function memoryStore(): OperationStore {
       return clonePlain(filter.limit === undefined ? matches : matches.slice(0, filter.limit));
     },
 
-    async claimDue(limit, leaseMs, owner, now) {
+    async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
-      requireClaimArgs(limit, leaseMs, owner, now);
+      const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
 
       const due = [...byId.values()]
         .filter(({ record: r }) => {
           if (r.lifecycle === 'settled' || r.lifecycle === 'awaiting_approval') return false;
+          if (actions !== undefined && !actions.includes(r.action)) return false;
           if (r.nextPollAt === null || r.nextPollAt > now) return false;
           return r.leaseExpiresAt === null || r.leaseExpiresAt <= now;
         })

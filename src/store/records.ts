@@ -1,5 +1,6 @@
 import { ReadbackError } from '../errors.js';
 import {
+  type ClaimOptions,
   type Lifecycle,
   type ListFilter,
   type NewEvent,
@@ -140,14 +141,35 @@ export function requireKnownLifecycle(patch: RecordPatch): void {
   }
 }
 
-/** Checks `claimDue` arguments the same way in every backend. */
-export function requireClaimArgs(limit: number, leaseMs: number, owner: string, now: number): void {
+/**
+ * Checks `claimDue` arguments the same way in every backend; returns the action names to claim, or undefined
+ * for any action.
+ */
+export function requireClaimArgs(
+  limit: number,
+  leaseMs: number,
+  owner: string,
+  now: number,
+  options: ClaimOptions | undefined,
+): readonly string[] | undefined {
   requirePositiveInt(limit, 'limit');
   if (typeof leaseMs !== 'number' || !Number.isFinite(leaseMs) || leaseMs <= 0) {
     throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
   }
   requireString(owner, 'owner');
   requireTime(now, 'now');
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) {
+    throw new ReadbackError('invalid_options', 'expected { actions? }', 'options');
+  }
+  const { actions } = options;
+  if (actions === undefined) return undefined;
+  if (!Array.isArray(actions)) {
+    throw new ReadbackError('invalid_options', 'expected an array of action names', 'options.actions');
+  }
+  for (let i = 0; i < actions.length; i++) requireString(actions[i], `options.actions[${i}]`);
+  // A name no store could hold as given matches no record (see `storableText`): it is left out of the query.
+  return actions.filter((name) => storableText(name, true));
 }
 
 /** Checks `renewLease` arguments the same way in every backend. */

@@ -114,6 +114,15 @@ export type RecordPatch = Partial<
 >;
 
 /** Extra compare-and-set conditions: the lease token held, and the attempt the writer saw. */
+/** What `claimDue` may take besides due-ness and leases. */
+export interface ClaimOptions {
+  /**
+   * Only operations of these action names are claimed (default: any). A reconciler passes the actions it can
+   * drive, so one that does not know an action never holds its operations under a lease.
+   */
+  actions?: readonly string[];
+}
+
 export interface TransitionGuard {
   leaseToken?: string;
   attempt?: number;
@@ -138,8 +147,17 @@ export interface OperationStore {
   getByKey(idempotencyKey: string): Promise<OperationRecord | null>;
   events(id: string): Promise<OperationEvent[]>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
-  /** Leases up to `limit` open operations that are due at `now`, skipping ones under a live lease. */
-  claimDue(limit: number, leaseMs: number, owner: string, now: number): Promise<Claim[]>;
+  /**
+   * Leases up to `limit` open operations that are due at `now`, skipping ones under a live lease; with
+   * `options.actions`, only operations of those actions (others stay claimable by reconcilers that know them).
+   */
+  claimDue(
+    limit: number,
+    leaseMs: number,
+    owner: string,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<Claim[]>;
   /**
    * Heartbeat: extends the lease held under `leaseToken` to `now + leaseMs` (never shortening it) while
    * that token is still the record's and the record is open. Resolves to the new expiry, or null when the

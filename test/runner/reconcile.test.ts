@@ -208,17 +208,45 @@ describe('reconcile', () => {
     expect(callsTo(hd.mail, 'send')).toHaveLength(30);
   });
 
-  it('leaves records whose action it does not know, and stops when its signal aborts', async () => {
-    const { hd, store, before } = twoProcesses();
-    await before.run(hd.actions.sendEmail, email, { ...ctx, wait: false });
+  it('never claims records whose action it does not know, and stops when its signal aborts', async () => {
+    const { hd, store, before, after } = twoProcesses();
+    const pending = await before.run(hd.actions.sendEmail, email, { ...ctx, wait: false });
     hd.clock.advance(5_000);
-    const stranger = createRunner({ store, clock: hd.clock });
+    // A reconciler deployed with other actions (or none) leaves the email unleased, not held for a lease.
+    const stranger = createRunner({ store, clock: hd.clock, actions: [hd.actions.updateTicket] });
     const report = await stranger.reconcile({ once: true });
-    expect(report.unknownAction).toBe(1);
+    expect(report.claimed).toBe(0);
+    expect(report.unknownAction).toBe(0);
+    const record = await store.get(pending.operationId);
+    expect(record?.leaseOwner).toBeNull();
+    expect((await store.events(pending.operationId)).map((e) => e.type)).not.toContain('claimed');
+    // So the reconciler that knows it settles it at once, at the same moment.
+    expect((await after.reconcile({ once: true })).byStatus.verified).toBe(1);
 
     const stop = new AbortController();
     stop.abort();
     expect((await stranger.reconcile({ signal: stop.signal })).rounds).toBe(0);
+  });
+
+  it('leaves a record of an unknown action leased when a custom store ignores the action filter', async () => {
+    const { hd, store, before, after } = twoProcesses();
+    const pending = await before.run(hd.actions.sendEmail, email, { ...ctx, wait: false });
+    hd.clock.advance(5_000);
+    // A store written before the filter existed: it claims any action.
+    const unfiltered: OperationStore = {
+      ...store,
+      claimDue: (limit, leaseMs, owner, now) => store.claimDue(limit, leaseMs, owner, now),
+    };
+    const stranger = createRunner({ store: unfiltered, clock: hd.clock, actions: [hd.actions.updateTicket] });
+    const report = await stranger.reconcile({ once: true, leaseMs: 30_000 });
+    expect(report.unknownAction).toBe(1);
+    expect(report.byStatus.verified).toBe(0);
+    expect(report.claimed).toBe(1);
+    expect((await store.get(pending.operationId))?.leaseOwner).toEqual(expect.any(String));
+    // Under the stranger's lease nobody drives it; once the lease lapses, the reconciler that knows it does.
+    expect((await after.reconcile({ once: true })).byStatus.verified).toBe(0);
+    hd.clock.advance(30_000);
+    expect((await after.reconcile({ once: true })).byStatus.verified).toBe(1);
   });
 
   it('refuses nonsense options', async () => {

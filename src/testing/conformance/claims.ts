@@ -59,6 +59,48 @@ export const claimsCases: CaseBody[] = [
   ],
 
   [
+    'claimDue with actions leases only operations of those actions; the others stay claimable',
+    async (store) => {
+      for (const [n, action] of [
+        [1, 'send_email'],
+        [2, 'refund'],
+        [3, 'send_email'],
+        [4, 'close_ticket'],
+      ] as const) {
+        await reserve(store, n, { action });
+        await move(store, `op-${n}`, 'running', T0 + 1, { nextPollAt: T0 + 10 * n });
+      }
+      const now = T0 + 100;
+      const mine = await store.claimDue(10, 1_000, 'worker-1', now, {
+        actions: ['send_email', 'unheard_of'],
+      });
+      assert.deepEqual(
+        mine.map((c) => c.record.id),
+        ['op-1', 'op-3'],
+      );
+      // Nothing else was leased or logged: another reconciler claims the rest at the same moment.
+      for (const id of ['op-2', 'op-4']) {
+        assert.equal((await store.get(id))?.leaseOwner, null);
+        assert.equal((await store.events(id)).at(-1)!.type, 'running');
+      }
+      assert.deepEqual(await store.claimDue(10, 1_000, 'worker-2', now, { actions: [] }), []);
+      assert.deepEqual(
+        (await store.claimDue(10, 1_000, 'worker-2', now, { actions: ['refund', 'close_ticket'] })).map(
+          (c) => c.record.id,
+        ),
+        ['op-2', 'op-4'],
+      );
+      // A name no store can hold as given matches nothing, and is not an error.
+      assert.deepEqual(
+        await store.claimDue(10, 1_000, 'worker-3', now + 5_000, { actions: ['bad\ud800'] }),
+        [],
+      );
+      // Without the option, any action: all four, their leases having lapsed.
+      assert.equal((await store.claimDue(10, 1_000, 'worker-3', now + 5_000)).length, 4);
+    },
+  ],
+
+  [
     'two owners never both hold a live lease on one record',
     async (store) => {
       for (const n of [1, 2, 3, 4]) {

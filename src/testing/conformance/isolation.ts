@@ -81,6 +81,11 @@ export const isolationCases: CaseBody[] = [
         ['claimDue leaseMs 0', () => store.claimDue(1, 0, 'w', T0)],
         ['claimDue leaseMs -5', () => store.claimDue(1, -5, 'w', T0)],
         ['claimDue empty owner', () => store.claimDue(1, 1_000, '', T0)],
+        [
+          'claimDue actions not an array',
+          () => store.claimDue(1, 1_000, 'w', T0, { actions: 'send' as never }),
+        ],
+        ['claimDue empty action name', () => store.claimDue(1, 1_000, 'w', T0, { actions: ['send', ''] })],
         ['list limit 0', () => store.list({ limit: 0 })],
         ['list limit -1', () => store.list({ limit: -1 })],
       ];
