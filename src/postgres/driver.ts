@@ -37,6 +37,8 @@ export interface PgPoolConfig {
   /** How long to wait for a connection, new or free, before failing (0: forever, pg's own default). */
   connectionTimeoutMillis?: number;
   query_timeout?: number;
+  keepAlive?: boolean;
+  keepAliveInitialDelayMillis?: number;
 }
 
 /**
@@ -44,6 +46,14 @@ export interface PgPoolConfig {
  * forever, and a host that drops packets (a firewall, a stopped VM) then holds `postgresStore()` for minutes.
  */
 export const DEFAULT_CONNECTION_TIMEOUT_MS = 10_000;
+
+/**
+ * Silence on a connection readback opened before TCP keepalive probes the server (then, on Linux, every 75 s
+ * up to 9 times). Without keepalive (pg's default), a server that vanishes without closing the connection (a
+ * network partition, a host that died) leaves a statement waiting forever; with it the dead peer is found, the
+ * statement fails as a lost connection, and the store's `reconnect` policy retries it on a fresh one.
+ */
+export const KEEPALIVE_DELAY_MS = 10_000;
 
 /** The text to install when the driver is missing. */
 export const DRIVER_INSTALL = 'npm install pg@8';
@@ -76,12 +86,18 @@ export async function loadPgPool(
   if (typeof Pool !== 'function') {
     throw new ReadbackError('invalid_options', 'pg did not export a Pool constructor');
   }
-  // Every pool made from here (the store's, the CLI's look at a schema) gets a connection timeout by default.
+  // Every pool made from here (the store's, the CLI's look at a schema) gets a connection timeout and TCP
+  // keepalive by default.
   const Base = Pool as new (config: PgPoolConfig) => PgOwnedPool;
   return class TimedPool extends Base {
     constructor(config: PgPoolConfig) {
       const connectionTimeoutMillis = config.connectionTimeoutMillis ?? DEFAULT_CONNECTION_TIMEOUT_MS;
-      super({ ...config, connectionTimeoutMillis });
+      super({
+        keepAlive: true,
+        keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+        ...config,
+        connectionTimeoutMillis,
+      });
     }
   };
 }
