@@ -267,7 +267,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       t?.selected(true, input);
       return early({ status: 'failed', errorCode: 'invalid_target', reason: describeError(error) });
     }
-    const intent = intentOf(action.name, target, input, scope, t !== undefined);
+    const intent = intentOf(action.name, target, input, scope, t?.hashesArguments() === true);
     t?.selected(true, input, { target, argsHash: 'fingerprint' in intent ? intent.argsHash : null });
     // A live tool under shadow runs as it did before readback: no authorization gate of readback's own.
     const denial = shadowState || !action.authorize ? undefined : await authorize(action, input, ctx);

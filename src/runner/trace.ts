@@ -112,6 +112,11 @@ export class RunTrace {
     return this.scrub('evidence', evidence);
   }
 
+  /** Whether some sink takes an event that carries the argument hash (`tool.selected`, or `observe`'s query). */
+  hashesArguments(): boolean {
+    return this.wants('tool.selected') || this.wants('observe');
+  }
+
   /** Emits `run.started` with the call's facts (called by `Tracer.begin`). */
   started(mode: Mode, facts: CallFacts): void {
     this.ownCall = facts.entry === 'run';
@@ -406,8 +411,8 @@ export class RunTrace {
   // Opens an `observe` event with the facts of one read: the query, the read time and how long it took. The
   // event happened when the read ended (`at`, read from the clock as the read returned), so it carries that time.
   private readEvent(phase: ReadPhase, record: OperationRecord, started: number, at: number) {
-    if (this.inputHash === undefined) this.inputHash = hashOrNull(record.input);
     if (!this.wants('observe')) return undefined;
+    if (this.inputHash === undefined) this.inputHash = hashOrNull(record.input);
     const e: Fields = {
       v: TRACE_FORMAT_VERSION,
       type: 'observe',

@@ -450,6 +450,25 @@ describe('the run record', () => {
     expect(executes.map((e) => [e.type, e.seq])).toEqual([['execute.finished', 1]]);
   });
 
+  it('the argument hash reaches a sink taking only tool.selected or only observe, and matches the input', async () => {
+    const input = { id: 'T-104', status: 'resolved' };
+    for (const type of ['tool.selected', 'observe'] as const) {
+      const hd = createHelpdesk();
+      hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
+      const seen: TraceEvent[] = [];
+      const runner = createRunner({
+        clock: hd.clock,
+        trace: { sinks: [{ types: new Set([type]), write: (e) => void seen.push(e) }] },
+      });
+      await runner.run(hd.actions.updateTicket, input, ctx);
+      // One tool.selected; two reads (the baseline and the verify) for observe.
+      expect(seen.map((e) => e.type)).toEqual(type === 'observe' ? [type, type] : [type]);
+      for (const e of seen as { argsHash?: string; query?: { inputHash: string } }[]) {
+        expect(type === 'tool.selected' ? e.argsHash : e.query?.inputHash).toBe(hashOf(input));
+      }
+    }
+  });
+
   it('rejects bad trace options with the field at fault', () => {
     expect(() => createRunner({ trace: {} as never })).toThrow(/trace: expected \{ sinks/);
     expect(() => createRunner({ trace: { sinks: [{} as never] } })).toThrow(/trace\.sinks\[0\]/);
