@@ -1,5 +1,7 @@
 // The target systems and the action the runner and trace benches share. Plain JS against the built dist.
+import { fork } from 'node:child_process';
 import http from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { defineAction } from '../dist/index.js';
 
 // The system of record. `http`: a real HTTP service on loopback (the cheapest real remote call a tool
@@ -23,43 +25,31 @@ export function makeSystem(io) {
   };
 }
 
-let server;
+// The HTTP service runs in a child process of its own (bench/http-service.js), so its CPU is never counted in
+// the bench's, whose CPU figures are then readback's and the HTTP client's alone.
+let service;
+let port = 0;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-/** Starts the loopback HTTP service the `http` system talks to. */
+/** Starts the loopback HTTP service the `http` system talks to, in a child process. */
 export async function startServer() {
-  const rows = new Map();
-  server = http.createServer((req, res) => {
-    const id = req.url.slice(1);
-    if (req.method === 'PUT') {
-      let body = '';
-      req.on('data', (chunk) => {
-        body += chunk;
-      });
-      req.on('end', () => {
-        rows.set(id, { id, status: JSON.parse(body).status, version: (rows.get(id)?.version ?? 0) + 1 });
-        res.end('{"ok":true}');
-      });
-      return;
-    }
-    const row = rows.get(id);
-    res.statusCode = row ? 200 : 404;
-    res.end(row ? JSON.stringify(row) : 'null');
+  service = fork(fileURLToPath(new URL('./http-service.js', import.meta.url)), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = await new Promise((resolve, reject) => {
+    service.once('message', (message) => resolve(message.port));
+    service.once('exit', (code) => reject(new Error(`the HTTP service exited with code ${code}`)));
+  });
 }
 
 function request(method, path, body) {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: server.address().port, method, path, agent },
-      (res) => {
-        let data = '';
-        res.on('data', (chunk) => {
-          data += chunk;
-        });
-        res.on('end', () => resolve(JSON.parse(data)));
-      },
-    );
+    const req = http.request({ host: '127.0.0.1', port, method, path, agent }, (res) => {
+      let data = '';
+      res.on('data', (chunk) => {
+        data += chunk;
+      });
+      res.on('end', () => resolve(JSON.parse(data)));
+    });
     req.on('error', reject);
     req.end(body);
   });
@@ -100,8 +90,8 @@ export function makeAction(system) {
 
 /** Stops the loopback HTTP service and its keep-alive sockets. */
 export function stopServer() {
-  server.close();
   agent.destroy();
+  service.kill();
 }
 
 /** The median of a list of numbers. */
