@@ -53,6 +53,17 @@ const KINDS = {
     trace: { sinks: [callbackSink(() => {}, { types: ['run.error'] })] },
     finish: async () => {},
   }),
+  // Opt-in (BENCH_KINDS=none,callback,callbackCompletions): a sink that takes only `completion` events, the
+  // call's outcome with its claim and evidence: what a deployment that logs outcomes alone pays.
+  callbackCompletions: () => {
+    let events = 0;
+    return {
+      trace: { sinks: [callbackSink(() => void events++, { types: ['completion'] })] },
+      finish: async () => {
+        if (events === 0) throw new Error('the completion sink saw no events');
+      },
+    };
+  },
   jsonl: () => {
     const path = join(dir, `trace-${Math.random().toString(36).slice(2)}.jsonl`);
     const file = jsonlSink(path, { append: false });
@@ -107,7 +118,9 @@ function mainThreadMicros() {
   }
 }
 
-const DEFAULT_KINDS = Object.keys(KINDS).filter((kind) => kind !== 'callbackIdle');
+const DEFAULT_KINDS = Object.keys(KINDS).filter(
+  (kind) => !['callbackIdle', 'callbackCompletions'].includes(kind),
+);
 
 async function runLoop(kind, io) {
   const ops = io === 'http' ? HTTP_OPS : OPS;
@@ -203,6 +216,7 @@ const label = {
   none: 'no trace',
   callback: 'callback sink',
   callbackIdle: 'callback sink taking no event type the call emits',
+  callbackCompletions: 'callback sink taking completion events only',
   jsonl: 'JSONL file sink',
   otelApiOnly: 'OpenTelemetry sink, API only (no SDK registered)',
   otel: 'OpenTelemetry sink (SDK, batch processor, no-op exporter)',
