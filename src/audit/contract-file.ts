@@ -120,9 +120,12 @@ export function placeholdersOf(template: string): string[] {
 export function parseCompletionContract(text: string): ContractParseResult {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
+  // The parser's warnings (an unresolved `!tag`, a bad directive) are kept as errors: read past, the tagged
+  // value would pass as plain text the author did not mean.
+  const errors = [...doc.errors, ...doc.warnings];
+  if (errors.length > 0) {
     // The first syntax error is the cause; the parser's later ones mostly follow from it.
-    const [first, ...rest] = doc.errors;
+    const [first, ...rest] = errors;
     const more =
       rest.length > 0 ? ` (and ${rest.length} more error${rest.length === 1 ? '' : 's'} after it)` : '';
     return {
@@ -181,7 +184,8 @@ function keyNode(doc: Doc, path: Path): unknown {
   const parent = nodeAt(doc, path.slice(0, -1));
   const name = path[path.length - 1];
   if (!isMap(parent)) return undefined;
-  return parent.items.find((pair) => isScalar(pair.key) && pair.key.value === name)?.key;
+  // Keys are strings in the checked value: `1:` is "1" there, and a null key (`~:`) is "".
+  return parent.items.find((pair) => isScalar(pair.key) && String(pair.key.value ?? '') === name)?.key;
 }
 
 const ROOT = 'completion_contract';
@@ -264,6 +268,12 @@ class Checker {
     return value;
   }
 
+  // A rule is one sentence: a folded or literal block (`rule: >`) keeps line breaks that would split the
+  // one-line findings quoting it.
+  private sentence(value: unknown, at: Path): string {
+    return this.text(value, at).replace(/\s+/g, ' ').trim();
+  }
+
   private list(value: unknown, at: Path): unknown[] {
     if (!Array.isArray(value)) {
       this.report(at, `expected a list; got ${describe(value)}`);
@@ -321,7 +331,7 @@ class Checker {
   }
 
   private rule(value: unknown, at: Path): ContractRule {
-    if (typeof value === 'string') return { rule: this.text(value, at) };
+    if (typeof value === 'string') return { rule: this.sentence(value, at) };
     if (!isMapping(value)) {
       this.report(
         at,
@@ -330,7 +340,7 @@ class Checker {
       return { rule: '' };
     }
     this.unknownKeys(value, at, RULE_KEYS);
-    const out: ContractRule = { rule: this.text(value.rule, [...at, 'rule']) };
+    const out: ContractRule = { rule: this.sentence(value.rule, [...at, 'rule']) };
     if (value.when !== undefined) {
       const when = Array.isArray(value.when)
         ? value.when.map((s, i) => this.statusName(s, [...at, 'when', i]))

@@ -65,6 +65,9 @@ export interface OtelSink extends TraceSink {
 
 interface OpenCall {
   span: Span;
+  runId: string;
+  // `run` for the agent's own call (`runner.run` or `runner.shadow`), else a poll, reconcile or review.
+  entry: string;
   // The span's start as a performance.now() reading: the span is timed from it, and so is the duration metric.
   startedAt: number;
   // False for the API's no-op span or a sampled-out one: attributes and events would be thrown away.
@@ -271,7 +274,11 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     unit: 's',
     advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] },
   });
-  const open = new Map<string, OpenCall>();
+  // Calls still running, by call id. That id is the model's tool call id when one was given, which two calls can
+  // share (a client re-sending a call still in flight, a model server that numbers its calls per reply): each
+  // gets its own span, found by run id among those sharing the call id, else the oldest (the first to finish).
+  const open = new Map<string, OpenCall[]>();
+  let openCount = 0;
   // The histogram's attribute sets (action × status), one object each instead of one per call.
   const latencyAttributes = new Map<string, Map<string, Attributes>>();
 
@@ -301,14 +308,35 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
       startTime: startedAt,
     });
     // A span nobody records (no SDK, or sampled out) gets no attributes or events: metrics still count the call.
-    open.set(event.callId, {
+    const call: OpenCall = {
       span,
+      runId: event.runId,
+      entry: event.entry,
       startedAt,
       recording: span.isRecording(),
       action: event.action,
       mode: event.mode,
       attributes: {},
-    });
+    };
+    const sharing = open.get(event.callId);
+    if (sharing) sharing.push(call);
+    else open.set(event.callId, [call]);
+    openCount++;
+  }
+
+  // The open call an event belongs to; a completion or error also takes it off the open list.
+  function callOf(event: TraceEvent, ends: boolean): OpenCall | undefined {
+    const calls = open.get(event.callId);
+    if (!calls) return undefined;
+    const same = calls.length > 1 ? calls.findIndex((c) => c.runId === event.runId) : 0;
+    const i = same < 0 ? 0 : same;
+    const call = calls[i]!;
+    if (ends) {
+      calls.splice(i, 1);
+      if (calls.length === 0) open.delete(event.callId);
+      openCount--;
+    }
+    return call;
   }
 
   // Ends the span and records its duration, with `error.type` when the call failed (the same value as the span).
@@ -326,8 +354,15 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
 
   function finish(call: OpenCall, event: CompletionEvent): void {
     const { span } = call;
-    const failed = ERROR_STATUSES.has(event.status);
-    const errorType = failed ? (event.errorCode ?? event.status) : undefined;
+    // `runner.shadow` hands the live tool's exception to its caller unchanged: an error nobody handled, so the
+    // span records it (as `_OTHER`, the exception's type not being in the record) though `unknown` is no error.
+    const rethrown = event.shadow !== undefined && event.claimed === 'error' && call.entry === 'run';
+    const failed = ERROR_STATUSES.has(event.status) || rethrown;
+    const errorType = ERROR_STATUSES.has(event.status)
+      ? (event.errorCode ?? event.status)
+      : rethrown
+        ? '_OTHER'
+        : undefined;
     if (call.recording) {
       // The attributes gathered along the way, completed and set in one call (each setAttribute has a cost).
       const attributes = call.attributes;
@@ -367,15 +402,13 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
       start(event);
       return;
     }
-    const call = open.get(event.callId);
+    const call = callOf(event, event.type === 'completion' || event.type === 'run.error');
     if (!call) return;
     switch (event.type) {
       case 'completion':
-        open.delete(event.callId);
         finish(call, event);
         return;
       case 'run.error': {
-        open.delete(event.callId);
         const errorType = event.error.code ?? event.error.name;
         if (call.recording) {
           call.attributes[OTEL_NAMES.errorType] = errorType;
@@ -444,7 +477,7 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     }
   }
 
-  return { write, types: OTEL_EVENT_TYPES, openSpans: () => open.size };
+  return { write, types: OTEL_EVENT_TYPES, openSpans: () => openCount };
 }
 
 // Tool arguments and results are structured values; spans cannot hold those in this API, so the conventions
