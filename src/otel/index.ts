@@ -129,12 +129,14 @@ class Tally {
       });
   }
 
-  completed(action: string, status: string, mode: string, shadow: boolean): void {
+  completed(action: string, status: string, mode: string, entry: string, shadow: boolean): void {
     const byStatus = child(this.completionIndex, action, () => new Map<string, Map<string, Count>>());
     const byMode = child(byStatus, status, () => new Map<string, Count>());
     // A shadow completion is counted apart (its own key, built only for shadow calls): a shadow `verified`
-    // is an operator observation and must not add to the verified completions a dashboard reads as proof.
-    const key = shadow ? `${mode}\u0000shadow` : mode;
+    // is an operator observation and must not add to the verified completions a dashboard reads as proof. So
+    // is each entry (a poll or reconcile completes a call too: one operation may count once as `pending` from
+    // the agent's call and once as `verified` from the poll that settled it).
+    const key = `${mode}\u0000${entry}${shadow ? '\u0000shadow' : ''}`;
     let count = byMode.get(key);
     if (!count) {
       count = {
@@ -142,6 +144,7 @@ class Tally {
           'gen_ai.tool.name': action,
           'readback.status': status,
           'readback.mode': mode,
+          'readback.entry': entry,
           'readback.shadow': shadow,
         },
         value: 0,
@@ -385,7 +388,7 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
 
     const { action, mode } = call;
     const status = event.status;
-    tally.completed(action, status, mode, event.shadow !== undefined);
+    tally.completed(action, status, mode, call.entry, event.shadow !== undefined);
     if (event.verificationMs !== undefined) {
       const byStatus = child(latencyAttributes, action, () => new Map<string, Attributes>());
       const attributes = child(byStatus, status, () => ({

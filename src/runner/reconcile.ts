@@ -9,6 +9,7 @@ import { checkSignal } from './call-checks.js';
 import { Drive, type DriveEnv } from './drive.js';
 import { describeError } from './readback.js';
 import { NEVER_ABORTED } from './timeout.js';
+import type { RunTrace } from './trace.js';
 
 /** Options for `runner.reconcile`. */
 export interface ReconcileOptions {
@@ -81,6 +82,7 @@ export async function reconcileLoop(
       report.unknownAction++;
       return;
     }
+    let trace: RunTrace | undefined;
     const stopBeating = heartbeat(
       env.store,
       claim,
@@ -93,7 +95,7 @@ export async function reconcileLoop(
     try {
       // Claimed work is never aborted mid-step: a stop request only ends the loop between rounds.
       const facts = { runId: claim.record.runId, entry: 'reconcile', actor: owner } as const;
-      const trace = env.tracer?.begin(action, facts, claim.record);
+      trace = env.tracer?.begin(action, facts, claim.record);
       const d = new Drive(
         env,
         action,
@@ -105,6 +107,8 @@ export async function reconcileLoop(
       trace?.completed(c);
       report.byStatus[c.status]++;
     } catch (error) {
+      // The call's record ends here too: a trace with no end, and a span never ended, otherwise.
+      trace?.failed(error);
       report.errors++;
       report.lastError = describeError(error);
     } finally {
