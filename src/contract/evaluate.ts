@@ -178,9 +178,10 @@ function identify<I, O>(
   } catch (error) {
     out.expectError = { error };
   }
-  // A batch's observation is a collection: targetOf reads each unit's record instead (see unitChecks).
+  // A batch's observation is a collection: targetOf reads each unit's record instead (see unitChecks). An
+  // empty list (an empty batch) has no record to name: it is refused as such, not read as another target.
   const value = out.expected?.value;
-  if (Array.isArray(value) && value.length > 0 && value.every(isUnit)) return out;
+  if (Array.isArray(value) && value.every(isUnit)) return out;
   out.check = targetCheck(action.targetOf, observed, target ?? action.target(input));
   return out;
 }
@@ -334,21 +335,27 @@ function unitChecks(
       observed: found ? observed : null,
     };
   });
-  const failedTargets = units.filter((_, i) => !checks[i]?.pass).map((u) => u.target);
+  // A target named by several units (an id listed twice) is one unit, with one check: the first failing one,
+  // else its first. Counting each would report it twice, or as both passed and failed.
+  const byTarget = new Map<string, number>();
+  checks.forEach((check, i) => {
+    const seen = byTarget.get(units[i]!.target);
+    if (seen === undefined || (checks[seen]!.pass && !check.pass)) byTarget.set(units[i]!.target, i);
+  });
+  const kept = [...byTarget.values()];
+  const failed = kept.filter((i) => !checks[i]!.pass);
+  const failedTargets = failed.map((i) => units[i]!.target);
   const summary = {
-    required: units.length,
-    passed: units.length - failedTargets.length,
-    failed: failedTargets.length,
+    required: kept.length,
+    passed: kept.length - failed.length,
+    failed: failed.length,
     failedTargets,
   };
   const failedObserved = Object.fromEntries(
-    units
-      .filter((_, i) => !checks[i]?.pass)
-      .slice(0, MAX_EVIDENCE_UNITS)
-      .map((u) => [u.target, u.observed]),
+    failed.slice(0, MAX_EVIDENCE_UNITS).map((i) => [units[i]!.target, units[i]!.observed]),
   );
   return {
-    checks: [...checks, ...misdirected],
+    checks: [...kept.map((i) => checks[i]!), ...misdirected],
     units: summary,
     evidence: { units: summary, failedObserved },
   };

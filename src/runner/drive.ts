@@ -12,8 +12,8 @@ import { RecordWriter } from './record-writer.js';
 import { runUnrecorded } from './shadow.js';
 import { withDeadline } from './timeout.js';
 import {
-  failedNames,
   isSettledVerdict,
+  mismatchFacts,
   seenFacts,
   settledByVerdict,
   staleReason,
@@ -422,9 +422,11 @@ export class Drive extends RecordWriter {
     }
     // After an ambiguous attempt a mismatch usually means the write is not visible yet; but a record a rule
     // ties to this very operation shows it landed, with other values: waiting or executing again cannot help.
-    return inDoubt && !(evaluation.fresh === true && tiedToOperation(evaluation.checks))
-      ? this.judgeAbsence(reading, seen)
-      : this.mismatch(reading, failedNames(seen.checks), seen);
+    if (inDoubt && !(evaluation.fresh === true && tiedToOperation(evaluation.checks))) {
+      return this.judgeAbsence(reading, seen);
+    }
+    const facts = mismatchFacts(evaluation, reading.at);
+    return this.mismatch(reading, facts.reason, facts);
   }
 
   /** The effect is not visible after an ambiguous attempt: unknown inside the window, proven absent after it. */
@@ -448,6 +450,10 @@ export class Drive extends RecordWriter {
     }
     // A shadow run never repeats the live tool's call: that would change what the tool does.
     if (action.safeToRepeat === true && !this.shadow && this.record.attempt <= this.env.retryBudget) {
+      // A caller that stopped waiting must not set off a new attempt: the retry is left to the next drive.
+      if (this.run.signal.aborted) {
+        return this.unresolved({ at: reading.at, code: 'aborted', reason: 'aborted before the retry' }, seen);
+      }
       this.pendingDetail = { ...this.pendingDetail, retry: 'absence proven after the settlement window' };
       return this.execute();
     }
@@ -478,6 +484,8 @@ export class Drive extends RecordWriter {
           return this.parkPending();
         }
       }
+      // An aborted caller reads nothing more: a read it no longer waits for would still spend the budget.
+      if (this.run.signal.aborted) return this.parkPending();
       const reading = await this.read('poll');
       const done = await this.judgeAccepted(reading);
       if (done) return done;
@@ -525,8 +533,8 @@ export class Drive extends RecordWriter {
     const settled = settledByVerdict(evaluation, reading.at);
     if (settled) return () => this.finish(settled, true);
     if (evaluation.verdict === 'stale') return undefined;
-    const seen = seenFacts(evaluation, reading.at);
-    return () => this.mismatch(reading, failedNames(seen.checks), seen);
+    const facts = mismatchFacts(evaluation, reading.at);
+    return () => this.mismatch(reading, facts.reason, facts);
   }
 
   private read(phase: ReadPhase): Promise<Reading> {

@@ -296,7 +296,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     if (joined) {
       if (joined.fingerprint === fingerprint) {
         t?.reserved({ id: joined.id, idempotencyKey: key, fingerprint }, 'joined');
-        return joined.done;
+        return join(joined.done, signal, joined.id, action as AnyAction);
       }
       return conflict(action as AnyAction, target, key, (await store.getByKey(key))?.id ?? newId());
     }
@@ -366,8 +366,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   ): Promise<Completion> {
     if (record.lifecycle === 'settled' && record.completion) return record.completion;
     const inflight = byId.get(record.id);
-    if (inflight) return inflight;
     const action = registry.get(record.action);
+    if (inflight) return action ? join(inflight, opts.signal, record.id, action) : inflight;
     if (!action) {
       throw new ReadbackError('unknown_action', `no registered action is named "${record.action}"`, 'action');
     }
@@ -385,6 +385,36 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       record.fingerprint,
       advanced.catch((error) => storeFailure(error, action, drive.position())),
     );
+  }
+
+  /**
+   * Waits for a drive already in flight. A caller whose signal aborts stops waiting at once and gets what the
+   * record holds then; the drive goes on for the caller that started it.
+   */
+  function join(done: Promise<Completion>, signal: AbortSignal, id: string, action: AnyAction) {
+    if (signal === NEVER_ABORTED) return done;
+    return new Promise<Completion>((resolve, reject) => {
+      const stop = () => {
+        store
+          .get(id)
+          .then((record) => (record ? new Drive(env, action, record, { signal }).current() : done))
+          // The store cannot say where the record stands: the drive's own outcome is the only answer left.
+          .then(resolve, () => done.then(resolve, reject));
+      };
+      if (signal.aborted) return stop();
+      signal.addEventListener('abort', stop, { once: true });
+      const off = () => signal.removeEventListener('abort', stop);
+      done.then(
+        (completion) => {
+          off();
+          resolve(completion);
+        },
+        (error: unknown) => {
+          off();
+          reject(error);
+        },
+      );
+    });
   }
 
   /** A store write failed: misuse still throws; otherwise the honest answer depends on whether execute ran. */

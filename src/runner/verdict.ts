@@ -78,6 +78,25 @@ export function tiedToOperation(checks: Check[]): boolean {
   );
 }
 
+/**
+ * The facts of a read that contradicts the postcondition: its checks and the reason naming the failed ones, or
+ * for a batch whose units all failed, the units that failed (as a partial batch reports them).
+ */
+export function mismatchFacts(
+  evaluation: Evaluation,
+  at: number,
+): Pick<Outcome, 'checks' | 'evidence' | 'observedAt' | 'units'> & { reason: string } {
+  const { checks, evidence, units } = evaluation;
+  if (!units) return { checks, evidence, observedAt: at, reason: failedNames(checks) };
+  return {
+    checks,
+    evidence,
+    observedAt: at,
+    units,
+    reason: `${units.failed} of ${units.required} units did not apply`,
+  };
+}
+
 /** The reason text for a mismatch, naming the checks that failed. */
 export function failedNames(checks: Check[] | undefined): string {
   const failed = (checks ?? []).filter((c) => !c.pass).map((c) => c.name);
