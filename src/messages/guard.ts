@@ -108,10 +108,11 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-function containsId(text: string, id: string): boolean {
+// `lower` is `text.toLowerCase()`, passed in by callers that test one text against many ids.
+function containsId(text: string, id: string, lower = text.toLowerCase()): boolean {
   if (id.trim() === '') return false;
   // Most ids are not in the text at all: a plain search first, so a run of many calls compiles few patterns.
-  if (!text.toLowerCase().includes(id.toLowerCase())) return false;
+  if (!lower.includes(id.toLowerCase())) return false;
   // Whole token: "T-104" must not match inside "T-1045", "42" not inside "op_42" or "4.2".
   return new RegExp(`(?<![\\w@.-])${escapeRegExp(id)}(?![\\w@-]|\\.\\w)`, 'i').test(text);
 }
@@ -162,11 +163,21 @@ function foreignReference(clause: string, p: Profile): string | undefined {
   return refs.find((ref) => !p.ids.some((id) => id.toLowerCase() === ref.id.toLowerCase()))?.named;
 }
 
-// `words` is `wordsOf(text)`, split once per claim rather than once per completion.
-function score(claim: EffectClaim, p: Profile, text: string, words: string[], withStem: boolean): number {
+interface Scanned {
+  text: string;
+  lower: string;
+  words: string[];
+}
+
+function scan(text: string): Scanned {
+  return { text, lower: text.toLowerCase(), words: wordsOf(text) };
+}
+
+// The text is scanned once per claim rather than once per completion.
+function score(claim: EffectClaim, p: Profile, { text, lower, words }: Scanned, withStem: boolean): number {
   let s = 0;
-  if (containsId(text, String(p.completion.operationId ?? ''))) s += 10;
-  if (p.ids.some((id) => containsId(text, id))) s += 3;
+  if (containsId(text, String(p.completion.operationId ?? ''), lower)) s += 10;
+  if (p.ids.some((id) => containsId(text, id, lower))) s += 3;
   if (withStem && p.actionTokens.some((t) => stemMatches(claim.stem, t))) s += 4;
   if (words.some((w) => p.nouns.some((n) => sameWord(w, n)))) s += 1;
   return s;
@@ -187,18 +198,16 @@ interface Attribution {
 
 function attribute(claim: EffectClaim, sentence: string, profiles: Profile[]): Attribution {
   // An idiom's verb is not evidence of which action it means, so it gets no verb-stem score.
-  const clauseWords = wordsOf(claim.clause);
-  let matched = best(
-    profiles.map((p) => ({ p, s: score(claim, p, claim.clause, clauseWords, !claim.idiom) })),
-  );
+  const clause = scan(claim.clause);
+  let matched = best(profiles.map((p) => ({ p, s: score(claim, p, clause, !claim.idiom) })));
   if (matched.length === 0 && claim.generic) {
-    const sentenceWords = wordsOf(sentence);
-    matched = best(profiles.map((p) => ({ p, s: score(claim, p, sentence, sentenceWords, false) })));
+    const whole = scan(sentence);
+    matched = best(profiles.map((p) => ({ p, s: score(claim, p, whole, false) })));
   }
   let foreign: string | undefined;
   const own = matched.filter((p) => {
     const ref = foreignReference(claim.clause, p);
-    if (ref === undefined || p.ids.some((id) => containsId(claim.clause, id))) return true;
+    if (ref === undefined || p.ids.some((id) => containsId(claim.clause, id, clause.lower))) return true;
     foreign ??= ref;
     return false;
   });
@@ -302,8 +311,17 @@ export function guardAnswer(text: string, completions: readonly Completion[]): G
     violations.push(v);
   };
   for (const sentence of splitSentences(text)) {
+    // Claims of one clause with the same kind of word attribute alike: a long clause is scanned once.
+    let clauseOf = '';
+    const cache = new Map<string, Attribution>();
     for (const claim of findClaims(sentence)) {
-      const { matched, foreign } = attribute(claim, sentence, profiles);
+      if (claim.clause !== clauseOf) {
+        clauseOf = claim.clause;
+        cache.clear();
+      }
+      const key = `${claim.stem}|${claim.idiom}|${claim.generic}`;
+      const { matched, foreign } = cache.get(key) ?? attribute(claim, sentence, profiles);
+      cache.set(key, { matched, ...(foreign === undefined ? {} : { foreign }) });
       for (const p of matched) {
         if (!allowed(claim, sentence, p.completion)) add(unverified(sentence, claim, p.completion));
       }

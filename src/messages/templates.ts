@@ -15,11 +15,29 @@ export const MAX_LISTED_TARGETS = 10;
 // Spelled without the `u` flag, which makes the scan of every message part several times slower.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g;
+// Invisible format characters: bidirectional overrides reorder what a reader sees ("Trojan Source"), and
+// zero-width ones hide inside words; neither belongs in a message.
+const FORMAT = /[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 const QUOTES = /[`“”"]/g;
+
+/** How many characters of one value (a reason, a postcondition, an identifier) a message shows. */
+export const MAX_VALUE_LENGTH = 300;
 
 function clean(value: unknown): string {
   // Line breaks and control characters would split a message into sentences it never meant.
-  return (typeof value === 'string' ? value : String(value ?? '')).replace(CONTROL, ' ').trim();
+  const text = (typeof value === 'string' ? value : String(value ?? ''))
+    .replace(CONTROL, ' ')
+    .replace(FORMAT, '');
+  const trimmed = text.trim();
+  if (trimmed.length <= MAX_VALUE_LENGTH) return trimmed;
+  // A whole error page or a megabyte of input would bury the status; cut it, never inside a surrogate pair.
+  const cut = trimmed.slice(0, MAX_VALUE_LENGTH - 3);
+  return `${/[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut}...`;
+}
+
+// A count from a hand-built or stored completion may be anything; only a number is shown bare.
+function count(value: unknown): string {
+  return typeof value === 'number' && Number.isFinite(value) ? String(value) : code(value, '?');
 }
 
 function code(value: unknown, fallback = 'unnamed'): string {
@@ -29,6 +47,10 @@ function code(value: unknown, fallback = 'unnamed'): string {
 
 function quote(value: unknown): string {
   return `“${clean(value).replace(QUOTES, "'")}”`;
+}
+
+function listOf(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : [];
 }
 
 function list(items: readonly unknown[]): string {
@@ -97,9 +119,9 @@ const TEMPLATES: Record<Status, MessageTemplate> = {
     if (u === undefined || u === null) {
       return `${head} some required conditions passed the readback and others did not.${failingChecks(d)}`;
     }
-    const failedTargets = Array.isArray(u.failedTargets) ? u.failedTargets : [];
+    const failedTargets = listOf(u.failedTargets);
     const which = failedTargets.length > 0 ? `; the failing units are ${list(failedTargets)}` : '';
-    return `${head} ${u.passed} of ${u.required} units passed the readback and ${u.failed} did not${which}.`;
+    return `${head} ${count(u.passed)} of ${count(u.required)} units passed the readback and ${count(u.failed)} did not${which}.`;
   },
   no_op: (d) => {
     const state = clean(d.postcondition) === '' ? 'the requested state' : quote(d.postcondition);
@@ -138,6 +160,26 @@ function firstClaim(text: string): string | undefined {
   return undefined;
 }
 
+function copyOf(draft: CompletionDraft): CompletionDraft {
+  try {
+    return structuredClone(draft);
+  } catch {
+    // Evidence holding something uncloneable (a function): copy the parts the runtime itself builds.
+    return {
+      ...draft,
+      checks: (draft.checks ?? []).map((c) => ({ ...c })),
+      ...(draft.units
+        ? {
+            units: {
+              ...draft.units,
+              failedTargets: Array.isArray(draft.units.failedTargets) ? [...draft.units.failedTargets] : [],
+            },
+          }
+        : {}),
+    };
+  }
+}
+
 /** Forms a message from a user override when it is safe, else from the default template. */
 export function formMessage(
   draft: CompletionDraft,
@@ -152,8 +194,8 @@ export function formMessage(
   if (typeof template !== 'function') return refuse('is not a function');
   let out: unknown;
   try {
-    // A copy, so a template cannot change the completion it describes.
-    out = template({ ...draft });
+    // A deep copy, so a template cannot change the completion it describes, not even its checks or units.
+    out = template(copyOf(draft));
   } catch (error) {
     return refuse(`threw: ${error instanceof Error ? error.message : String(error)}`);
   }

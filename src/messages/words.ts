@@ -129,7 +129,20 @@ const PHRASES: { words: string[]; effect: EffectWord }[] = [
   { words: ['gone', 'out'], effect: { stem: 'send', idiom: true } },
   { words: ['went', 'through'], effect: { stem: 'succeed', generic: true } },
   { words: ['gone', 'through'], effect: { stem: 'succeed', generic: true } },
+  { words: ['it', 'worked'], effect: { stem: 'succeed', generic: true } },
+  { words: ['all', 'good'], effect: { stem: 'complete', generic: true } },
+  // "The post is live" claims a publish; "the game is live" is about nothing the run did.
+  { words: ['is', 'live'], effect: { stem: 'publish', idiom: true } },
+  { words: ['are', 'live'], effect: { stem: 'publish', idiom: true } },
+  { words: ['now', 'live'], effect: { stem: 'publish', idiom: true } },
+  { words: ['went', 'live'], effect: { stem: 'publish', idiom: true } },
+  { words: ['gone', 'live'], effect: { stem: 'publish', idiom: true } },
 ];
+
+// Words that claim only when they are the whole clause: "Success!" does, "the success rate" does not.
+const SOLO: Record<string, EffectWord> = {
+  success: { stem: 'succeed', generic: true },
+};
 
 /** Every single effect word readback recognizes, for documentation and tests. */
 export const EFFECT_WORDS: readonly string[] = Object.keys(WORDS);
@@ -295,6 +308,8 @@ function matchEffect(
     }
   }
   const text = tokens[i]?.text ?? '';
+  const solo = SOLO[text];
+  if (solo !== undefined && tokens.length === 1) return { word: text, effect: solo, length: 1 };
   const base = BASE_FORMS.get(text);
   if (base !== undefined && tokens[i - 1]?.text === 'to' && ACHIEVED.has(tokens[i - 2]?.text ?? '')) {
     return { word: text, effect: base, length: 1 };
@@ -316,6 +331,8 @@ function isFalseHedge(tokens: Token[], k: number, i: number): boolean {
   // "about to", "going to" look ahead; "about an hour ago", "going through the logs" do not.
   if (t === 'about' || t === 'going') return next !== 'to';
   if (t === 'once') return next === 'again' || next === 'more';
+  // "Yet the email was delivered" opens with the conjunction; only "not yet", "yet to" look ahead.
+  if (t === 'yet') return k === 0;
   if (t === 'can' || t === 'could') return ASSERTING.has(next);
   if (t.endsWith("'d")) return tokens.slice(k + 1, i).every((x) => HAD_ADVERBS.has(x.text));
   return false;
@@ -328,20 +345,26 @@ function isImperative(tokens: Token[], i: number): boolean {
   return IMPERATIVES.has(verb) || (verb === 'make' && tokens[first + 1]?.text === 'sure');
 }
 
-function isHedged(tokens: Token[], i: number): boolean {
-  // Scope over the whole clause before the word: a subordinate clause, or a doubted word of knowing.
-  if (isImperative(tokens, i)) return true;
+// The first token of a clause whose scope hedges every effect word after it (a subordinate clause, a
+// request, a doubted word of knowing), or the clause's length. Found once per clause, so a long clause
+// with many effect words costs one pass, not one pass per word.
+function scopeHedgeStart(tokens: Token[]): number {
   let doubted = false;
-  for (let k = 0; k < i; k++) {
+  for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k]!.text;
     const before = tokens.slice(Math.max(0, k - 2), k).map((x) => x.text);
-    if (SUBORDINATORS.has(t) && !isFalseHedge(tokens, k, i)) return true;
-    if (REQUESTS.has(t) && !before.includes('as')) return true;
-    if (t === 'soon' && tokens[k + 1]?.text === 'as') return true;
+    if (SUBORDINATORS.has(t) && !isFalseHedge(tokens, k, k + 1)) return k;
+    if (REQUESTS.has(t) && !before.includes('as')) return k;
+    if (t === 'soon' && tokens[k + 1]?.text === 'as') return k;
     if (DOUBT.has(t) || t.endsWith("n't")) doubted = true;
     // "I can confirm" asserts even after an unrelated "no" ("with no errors I can confirm ...").
-    else if (doubted && EVIDENTIAL.has(t) && !['can', 'could'].includes(before[1] ?? '')) return true;
+    else if (doubted && EVIDENTIAL.has(t) && !['can', 'could'].includes(before[1] ?? '')) return k;
   }
+  return tokens.length;
+}
+
+function isHedged(tokens: Token[], i: number, scopeStart: number): boolean {
+  if (isImperative(tokens, i) || scopeStart < i) return true;
   for (let k = Math.max(0, i - HEDGE_WINDOW); k < i; k++) {
     const t = tokens[k]!.text;
     if ((isHedge(t) || t === 'about' || t === 'going') && !isFalseHedge(tokens, k, i)) return true;
@@ -387,21 +410,51 @@ function isAboutRequest(tokens: Token[], i: number, length: number, stem: string
   return k < i - 1 && k >= 0 && REQUEST_NOUNS.has(tokens[k]!.text);
 }
 
-/** Returns each affirmative effect word in a sentence; negated, hedged, quoted or questioned ones are left out. */
+// Quote marks a speaker uses for emphasis or as the whole answer, not to report someone else's words.
+const QUOTE_MARKS = /“[^”\n]*”|"[^"\n]*"/g;
+const COPULA = /\b(?:is|are|was|were|been|now|already)\s*$/i;
+// "the tool returned “sent”" reports what another party said, which the speaker may quote honestly.
+const REPORTING =
+  /\b(?:said|says|say|reported|reports|returned|returns|responded|responds|shows|showed|displays|displayed|reads)\b/i;
+const MAX_SCARE_WORDS = 3;
+const LOOK_BACK = 200;
+
+/**
+ * Drops the quote marks (keeping every offset) around spans that are the speaker's own words: a whole sentence
+ * in quotes (“The email was sent.”), and a short span right after a copula (the email was “sent”), unless the
+ * sentence reports what someone else said. Code spans are identifiers and stay masked.
+ */
+function unquoteOwnWords(sentence: string): string {
+  if (/^[^\p{L}\p{N}]*$/u.test(maskQuoted(sentence))) {
+    return sentence.replace(SPAN, (m) => ` ${m.slice(1, -1)} `);
+  }
+  return sentence.replace(QUOTE_MARKS, (m, offset: number) => {
+    // A bounded look-back: a reporting verb far back in a long sentence reports something else.
+    const before = sentence.slice(Math.max(0, offset - LOOK_BACK), offset);
+    const words = m.slice(1, -1).trim().split(/\s+/).length;
+    if (!COPULA.test(before) || REPORTING.test(maskQuoted(before)) || words > MAX_SCARE_WORDS) return m;
+    return ` ${m.slice(1, -1)} `;
+  });
+}
+
+/** Returns each affirmative effect word in a sentence; negated, hedged, reported or questioned ones are left out. */
 export function findClaims(sentence: string): EffectClaim[] {
-  // A question asks about an effect; it does not assert one.
-  if (maskQuoted(sentence).trim().endsWith('?')) return [];
-  const norm = sentence.replace(/’/g, "'");
+  const norm = unquoteOwnWords(sentence.replace(/’/g, "'"));
   const masked = maskQuoted(norm);
+  // A question asks about an effect; it does not assert one.
+  if (masked.trim().endsWith('?')) return [];
   const claims: EffectClaim[] = [];
   const ranges = splitClauses(norm);
   ranges.forEach((range, r) => {
     const tokens = tokenize(masked, range.start, range.end);
     const end = coordinatedEnd(masked, ranges, r);
+    const scopeStart = scopeHedgeStart(tokens);
     for (let i = 0; i < tokens.length; i++) {
       const hit = matchEffect(tokens, i);
       if (hit === null) continue;
-      if (!isHedged(tokens, i)) {
+      // "I sent nothing", "changed none of them": the object takes the claim back.
+      const object = tokens[i + hit.length]?.text ?? '';
+      if (!isHedged(tokens, i, scopeStart) && object !== 'nothing' && object !== 'none') {
         claims.push({
           word: hit.word,
           stem: hit.effect.stem,
@@ -424,16 +477,44 @@ export function findClaims(sentence: string): EffectClaim[] {
 const FINITE = new Set(['is', 'are', 'was', 'were', 'has', 'have', 'had', 'will', 'still', 'not', 'remains']);
 const MAX_OBJECT_WORDS = 4;
 
+// A clause that only repeats the claim before it for another subject ("Bob's too", "and so was Bob's",
+// "as was the one to Bob") makes the same claim about that subject.
+const ECHO_JOINTS = new Set([',', ';', 'and', ', and', '; and', '—', '–']);
+const ECHO_AUXILIARIES = new Set('was were is are did does has have had'.split(' '));
+const MAX_ECHO_WORDS = 8;
+
+function isEcho(tokens: Token[]): boolean {
+  if (tokens.length === 0 || tokens.length > MAX_ECHO_WORDS) return false;
+  if (tokens.some((t, i) => isHedge(t.text) || matchEffect(tokens, i) !== null)) return false;
+  const [first, second] = [tokens[0]!.text, tokens[1]?.text ?? ''];
+  const last = tokens.at(-1)!.text;
+  return (
+    ((first === 'so' || first === 'as') && ECHO_AUXILIARIES.has(second)) ||
+    first === 'likewise' ||
+    last === 'too' ||
+    last === 'also' ||
+    (last === 'well' && tokens.at(-2)?.text === 'as')
+  );
+}
+
 function coordinatedEnd(masked: string, ranges: readonly ClauseRange[], r: number): number {
   let end = ranges[r]!.end;
   for (let next = r + 1; next < ranges.length; next++) {
     const joint = masked.slice(end, ranges[next]!.start).trim().toLowerCase();
-    if (joint !== 'and' && joint !== ',' && joint !== ', and') break;
     const tokens = tokenize(masked, ranges[next]!.start, ranges[next]!.end);
+    if (ECHO_JOINTS.has(joint) && isEcho(tokens)) {
+      end = ranges[next]!.end;
+      continue;
+    }
+    if (joint !== 'and' && joint !== ',' && joint !== ', and') break;
     const objectOnly =
       tokens.length <= MAX_OBJECT_WORDS &&
       tokens.every(
-        (t, i) => !FINITE.has(t.text) && !FIRST_PERSON.has(t.text) && matchEffect(tokens, i) === null,
+        (t, i) =>
+          !FINITE.has(t.text) &&
+          !FIRST_PERSON.has(t.text) &&
+          !isHedge(t.text) &&
+          matchEffect(tokens, i) === null,
       );
     if (!objectOnly) break;
     end = ranges[next]!.end;
