@@ -521,12 +521,19 @@ export class Drive extends RecordWriter {
   private endingOf(reading: Reading): (() => Promise<Completion>) | undefined {
     if (reading.kind !== 'observed' || reading.terminal === 'running') return undefined;
     if (reading.terminal === 'failed') {
+      // A batch job that failed part way: the units read back say what did apply. Some but not all is partial
+      // (the provider's failure stays the code); otherwise the failure stands, with the units when there are any.
+      const batch = reading.evaluation?.units ? reading.evaluation : undefined;
+      const units = batch?.units;
       return () =>
         this.finish({
-          status: 'failed',
+          status: units && units.passed > 0 && units.failed > 0 ? 'partial' : 'failed',
           errorCode: 'provider_failed',
-          reason: 'the provider reports the work failed',
+          reason: units
+            ? `the provider reports the work failed; ${units.passed} of ${units.required} units applied`
+            : 'the provider reports the work failed',
           observedAt: reading.at,
+          ...(batch ? { units, checks: batch.checks, evidence: batch.evidence } : {}),
         });
     }
     const evaluation = reading.evaluation!;

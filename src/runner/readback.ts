@@ -63,6 +63,26 @@ function seen(reading: Reading, onReading: ((reading: Reading) => void) | undefi
   return reading;
 }
 
+/**
+ * A failed job's batch units as read back, when the action's expectation is a batch: a job that failed part way
+ * may have applied some units, and the record says which. Null for a single record, or when the expectation
+ * cannot judge a failed job's observation (it was written for finished work): the failure alone then decides.
+ */
+function unitsOf(
+  action: AnyAction,
+  input: unknown,
+  observed: unknown,
+  ctx: StepContext,
+  target: string,
+): Evaluation | null {
+  try {
+    const evaluation = evaluate(action, input, observed, ctx, { target });
+    return evaluation.units ? evaluation : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What one observation says; nothing it holds or throws escapes as an exception. */
 function judge(
   clock: Clock,
@@ -104,6 +124,8 @@ function judge(
         const evidence = { terminal, fresh: fresh.observed ?? fresh.pass };
         return { kind: 'observed', at, evaluation: { verdict: 'stale', checks: [fresh], evidence } };
       }
+      if (terminal === 'failed')
+        return { kind: 'observed', at, terminal, evaluation: unitsOf(action, input, observed, ctx, target) };
       return { kind: 'observed', at, ...(terminal ? { terminal } : {}), evaluation: null };
     }
     let evaluation = evaluate(action, input, observed, ctx, { target });
