@@ -126,8 +126,29 @@ export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
   draft.nextAllowedAction = nextAllowedAction(outcome, action);
   draft.safeToRepeat = safeToRepeat(outcome, action);
   const completion = draft as Completion;
-  completion.message = formMessage(draft, action.messages).message;
+  const formed = formMessage(draft, action.messages);
+  if (formed.overrideRejected !== undefined) warnOverride(action, draft.status, formed.overrideRejected);
+  completion.message = formed.message;
   return completion;
+}
+
+// Per action, the statuses whose override was refused at run time and already reported.
+const warned = new WeakMap<AnyAction, Set<Status>>();
+
+// An override refused at run time (it threw, or claimed the effect on a completion the definition-time probe did
+// not cover) is replaced by the default message; its author hears of it once per action and status.
+function warnOverride(action: AnyAction, status: Status, why: string): void {
+  let statuses = warned.get(action);
+  if (statuses === undefined) {
+    statuses = new Set();
+    warned.set(action, statuses);
+  }
+  if (statuses.has(status)) return;
+  statuses.add(status);
+  process.emitWarning(
+    `action "${action.name}": ${why}; the default message was used instead`,
+    'ReadbackMessageWarning',
+  );
 }
 
 let reasons: Redactor | undefined;
