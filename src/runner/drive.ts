@@ -1,10 +1,10 @@
 import { toRecordable } from '../canonical.js';
-import { evaluate } from '../contract/evaluate.js';
 import type { Completion, RunContext, StepContext } from '../contract/types.js';
 import { isStoreMisuse } from '../store/records.js';
 import type { Lifecycle } from '../store/types.js';
 import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
+import { judgeBaseline } from './baseline.js';
 import { isAccepted, isRejected } from './markers.js';
 import type { Outcome } from './outcome.js';
 import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
@@ -143,72 +143,15 @@ export class Drive extends RecordWriter {
   }
 
   private judgeBaseline(observed: unknown): Promise<Completion> | undefined {
-    const { action } = this;
-    const input = this.record.input;
-    let evaluation: ReturnType<typeof evaluate>;
-    try {
-      evaluation = evaluate(action, input, observed, this.stepContext(), {
-        baseline: true,
-        target: this.record.target,
-      });
-    } catch (error) {
-      return this.stayRequested({
-        status: 'failed',
-        errorCode: 'invalid_expectation',
-        reason: `checking the baseline failed: ${describeError(error)}`,
-      });
-    }
-    const seen = {
-      checks: evaluation.checks,
-      evidence: evaluation.evidence,
-      observedAt: this.env.clock.now(),
-    };
-    if (evaluation.verdict === 'wrong_target') {
-      // The baseline read another record: whether ours already holds is unknown, so nothing runs; the same
-      // call would read the same wrong record, so it is refused (next: ask_user) rather than offered again.
-      return this.finish({
-        ...seen,
-        status: 'failed',
-        errorCode: 'wrong_target',
-        reason: `the baseline read returned the record of ${JSON.stringify(evaluation.evidence.target)}, not of ${JSON.stringify(this.record.target)}; nothing was executed`,
-      });
-    }
-    if (evaluation.verdict === 'wrong_scope') {
-      return this.finish({
-        ...seen,
-        status: 'failed',
-        errorCode: 'wrong_scope',
-        reason: 'the target belongs to another scope; nothing was executed',
-      });
-    }
-    let acceptable = false;
-    if (evaluation.verdict !== 'pass' && action.acceptable) {
-      // Only `true` makes the call a no_op: a truthy promise (an async hook) would skip the work every time. A
-      // hook that throws decides nothing, so nothing runs, as when the baseline cannot be checked.
-      try {
-        acceptable = action.acceptable(input, observed) === true;
-      } catch (error) {
-        return this.stayRequested({
-          status: 'failed',
-          errorCode: 'invalid_expectation',
-          reason: `acceptable() failed on the baseline: ${describeError(error)}`,
-        });
-      }
-    }
-    if (evaluation.verdict === 'pass' || acceptable) {
-      return this.finish({ ...seen, status: 'no_op', reason: 'the target already satisfied the request' });
-    }
-    if (evaluation.running) {
-      // Not done (that job may still fail) and not safe to start beside it: nothing runs, and the same call
-      // may be made again once that job has ended, when the baseline tells which way it went.
-      return this.stayRequested({
-        ...seen,
-        status: 'failed',
-        errorCode: 'target_busy',
-        reason: 'a job on this target is still running; nothing was executed',
-      });
-    }
-    return undefined;
+    const decision = judgeBaseline(
+      this.action,
+      this.record,
+      observed,
+      this.stepContext(),
+      this.env.clock.now(),
+    );
+    if (!decision) return undefined;
+    return decision.settle ? this.finish(decision.outcome) : this.stayRequested(decision.outcome);
   }
 
   private async execute(): Promise<Completion> {
