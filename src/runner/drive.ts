@@ -1,39 +1,22 @@
 import { toRecordable } from '../canonical.js';
-import type { Completion, RunContext, StepContext } from '../contract/types.js';
+import type { Completion, RunContext } from '../contract/types.js';
 import { isStoreMisuse } from '../store/records.js';
-import type { Lifecycle } from '../store/types.js';
-import type { ReadPhase } from '../trace/events.js';
-import { pollDelay } from './backoff.js';
 import { judgeBaseline } from './baseline.js';
+import { type FollowMode, FollowUp } from './follow.js';
 import { isAccepted, isRejected } from './markers.js';
-import type { Outcome } from './outcome.js';
-import { describeError, type Reading, readBaseline, readOnce } from './readback.js';
-import { RecordWriter } from './record-writer.js';
+import { describeError, readBaseline } from './readback.js';
 import { runUnrecorded } from './shadow.js';
 import { withDeadline } from './timeout.js';
-import {
-  isSettledVerdict,
-  mismatchFacts,
-  seenFacts,
-  settledByVerdict,
-  staleReason,
-  summarizeReading,
-  tiedToOperation,
-} from './verdict.js';
 
+export type { FollowMode } from './follow.js';
 export type { DriveEnv } from './record-writer.js';
-
-/** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
-export type FollowMode = 'wait' | 'once' | 'none';
 
 /**
  * Drives one operation record through the decision: baseline, execute, read back, settle.
  * Every store write is a compare-and-set on the lifecycle this drive last saw, so concurrent drivers
  * of the same record cannot both act: the loser re-reads and reports what the winner recorded.
  */
-export class Drive extends RecordWriter {
-  private baseline: unknown;
-
+export class Drive extends FollowUp {
   /** Starts a reserved operation: baseline read, then execute. */
   start(): Promise<Completion> {
     // Most actions have neither a baseline nor an approval gate: they go straight on, without an async
@@ -154,7 +137,7 @@ export class Drive extends RecordWriter {
     return decision.settle ? this.finish(decision.outcome) : this.stayRequested(decision.outcome);
   }
 
-  private async execute(): Promise<Completion> {
+  protected async execute(): Promise<Completion> {
     const { action, env } = this;
     const now = env.clock.now();
     const attempt = this.record.attempt + 1;
@@ -314,269 +297,4 @@ export class Drive extends RecordWriter {
     if (!ok) return this.superseded();
     return (await this.judgeAccepted(reading)) ?? this.followAccepted(this.runWait ? 'wait' : 'none');
   }
-
-  private verifyCommitted(inDoubt: boolean): Promise<Completion> {
-    const deadline = this.env.clock.now() + this.action.settle.timeoutMs;
-    const phase = inDoubt ? 'in_doubt' : 'verify';
-    // The usual read decides at once: one `then`, and the settle-window loop only when it must re-read.
-    return this.read(phase).then((reading) =>
-      decisive(reading) ? this.concludeRead(reading, inDoubt) : this.rereadWithin(deadline, phase, reading),
-    );
-  }
-
-  /** A lagging read may catch up: re-read every `settle.intervalMs` until one decides or the window ends. */
-  private async rereadWithin(deadline: number, phase: ReadPhase, first: Reading): Promise<Completion> {
-    const { action, env } = this;
-    let reading = first;
-    // A window shorter than one interval still gets its re-read, at its end: without it a write that lands
-    // within the window would be judged on the first read alone, and fail.
-    let step = Math.min(action.settle.intervalMs, deadline - env.clock.now());
-    while (step > 0 && env.clock.now() + step <= deadline) {
-      try {
-        await env.clock.sleep(step, this.run.signal);
-      } catch {
-        // Stopped before the window ended: the lag could still resolve, so this read decides nothing.
-        return this.unresolved({
-          at: env.clock.now(),
-          code: 'aborted',
-          reason: 'aborted before the settle window ended',
-        });
-      }
-      reading = await this.read(phase);
-      if (decisive(reading)) break;
-      step = action.settle.intervalMs;
-    }
-    return this.concludeRead(reading, phase === 'in_doubt');
-  }
-
-  /** What the last read of a committed action says: settled, still unknown, or absent (judged by `inDoubt`). */
-  private concludeRead(reading: Reading, inDoubt: boolean): Promise<Completion> {
-    if (reading.kind === 'error') return this.unresolved(reading);
-    if (reading.kind === 'absent') {
-      return inDoubt ? this.judgeAbsence(reading) : this.mismatch(reading, 'the target was not found');
-    }
-    const evaluation = reading.evaluation!;
-    const settled = settledByVerdict(evaluation, reading.at);
-    // Final: a wrong target settles as unknown, which no later read of the same verifier would change.
-    if (settled) return this.finish(settled, true);
-    const seen = seenFacts(evaluation, reading.at);
-    if (evaluation.verdict === 'stale') {
-      return this.unresolved({ at: reading.at, code: 'stale_read', reason: staleReason(seen.checks) }, seen);
-    }
-    // After an ambiguous attempt a mismatch usually means the write is not visible yet; but a record a rule
-    // ties to this very operation shows it landed, with other values: waiting or executing again cannot help.
-    if (inDoubt && !(evaluation.fresh === true && tiedToOperation(evaluation.checks))) {
-      return this.judgeAbsence(reading, seen);
-    }
-    const facts = mismatchFacts(evaluation, reading.at);
-    return this.mismatch(reading, facts.reason, facts);
-  }
-
-  /** The effect is not visible after an ambiguous attempt: unknown inside the window, proven absent after it. */
-  private async judgeAbsence(reading: Reading, seen: Partial<Outcome> = {}): Promise<Completion> {
-    const { action } = this;
-    // Without a recorded end (a crash mid-execute), assume the attempt ran to its execute timeout.
-    const windowEnd =
-      this.record.inFlightUntil ??
-      (this.record.executedAt ?? this.record.requestedAt) + action.executeTimeoutMs + action.maxInFlightMs;
-    if (reading.at < windowEnd) {
-      return this.park(
-        {
-          ...seen,
-          status: 'unknown',
-          errorCode: 'in_flight',
-          reason: `the request may still land until ${new Date(windowEnd).toISOString()}; the effect is not visible yet`,
-        },
-        'executing',
-        windowEnd,
-      );
-    }
-    // A shadow run never repeats the live tool's call: that would change what the tool does.
-    if (action.safeToRepeat === true && !this.shadow && this.record.attempt <= this.env.retryBudget) {
-      // A caller that stopped waiting must not set off a new attempt: the retry is left to the next drive.
-      if (this.run.signal.aborted) {
-        return this.unresolved({ at: reading.at, code: 'aborted', reason: 'aborted before the retry' }, seen);
-      }
-      this.pendingDetail = { ...this.pendingDetail, retry: 'absence proven after the settlement window' };
-      return this.execute();
-    }
-    return this.finish({
-      ...seen,
-      observedAt: reading.at,
-      status: 'failed',
-      errorCode: 'effect_absent',
-      reason: 'the request did not land within the settlement window',
-      next: 'ask_user',
-    });
-  }
-
-  private async followAccepted(follow: FollowMode): Promise<Completion> {
-    const { action, env } = this;
-    if (follow === 'none') return this.parkPending();
-    for (;;) {
-      // Wait before each read while budget remains. With the budget already spent (a poll of timed-out work,
-      // or a reconciler reaching work nobody polled in time) the read still happens once: a late terminal
-      // state settles the operation honestly instead of being ignored.
-      if (follow === 'wait' && !this.budgetSpent()) {
-        const remaining =
-          (this.record.acceptedAt ?? env.clock.now()) + action.poll.maxDurationMs - env.clock.now();
-        const delay = Math.min(remaining, pollDelay(action.poll, this.record.reads, env.random));
-        try {
-          await env.clock.sleep(Math.max(0, delay), this.run.signal);
-        } catch {
-          return this.parkPending();
-        }
-      }
-      // An aborted caller reads nothing more: a read it no longer waits for would still spend the budget.
-      if (this.run.signal.aborted) return this.parkPending();
-      const reading = await this.read('poll');
-      const done = await this.judgeAccepted(reading);
-      if (done) return done;
-      if (this.budgetSpent()) return this.budgetExhausted();
-      if (follow === 'once') return this.parkPending(reading);
-    }
-  }
-
-  /** Records one poll read; resolves to a completion when it ends the operation, else undefined. */
-  private async judgeAccepted(reading: Reading): Promise<Completion | undefined> {
-    const end = this.endingOf(reading);
-    if (end) {
-      // The read that ends the operation is recorded by the settling write itself (its count, time and
-      // summary), so a settled job costs one store write, not an `observed` write followed by a `settled` one.
-      this.pendingPatch = { reads: this.record.reads + 1, lastObservedAt: reading.at };
-      this.pendingDetail = { ...this.pendingDetail, reading: summarizeReading(reading) };
-      return end();
-    }
-    const lifecycle: Lifecycle =
-      reading.kind === 'observed' && reading.terminal === 'running' ? 'running' : this.openLifecycle();
-    const ok = await this.move(
-      ['accepted', 'running', 'timed_out'],
-      { lifecycle, reads: this.record.reads + 1, lastObservedAt: reading.at },
-      { type: 'observed', detail: summarizeReading(reading) },
-    );
-    return ok ? undefined : this.superseded();
-  }
-
-  /**
-   * How a poll read ends the operation, or undefined when it does not: not finished, not visible yet,
-   * unreadable this time, or a stale read of finished work that may catch up within the budget.
-   */
-  private endingOf(reading: Reading): (() => Promise<Completion>) | undefined {
-    if (reading.kind !== 'observed' || reading.terminal === 'running') return undefined;
-    if (reading.terminal === 'failed') {
-      // A batch job that failed part way: the units read back say what did apply. Some but not all is partial
-      // (the provider's failure stays the code); otherwise the failure stands, with the units when there are any.
-      const batch = reading.evaluation?.units ? reading.evaluation : undefined;
-      const units = batch?.units;
-      return () =>
-        this.finish({
-          status: units && units.passed > 0 && units.failed > 0 ? 'partial' : 'failed',
-          errorCode: 'provider_failed',
-          reason: units
-            ? `the provider reports the work failed; ${units.passed} of ${units.required} units applied`
-            : 'the provider reports the work failed',
-          observedAt: reading.at,
-          ...(batch ? { units, checks: batch.checks, evidence: batch.evidence } : {}),
-        });
-    }
-    const evaluation = reading.evaluation!;
-    const settled = settledByVerdict(evaluation, reading.at);
-    if (settled) return () => this.finish(settled, true);
-    if (evaluation.verdict === 'stale') return undefined;
-    const facts = mismatchFacts(evaluation, reading.at);
-    return () => this.mismatch(reading, facts.reason, facts);
-  }
-
-  private read(phase: ReadPhase): Promise<Reading> {
-    const { env, action, record } = this;
-    const trace = this.run.trace;
-    if (!trace) return readOnce(env.clock, action, record.input, this.stepContext, record.target);
-    const started = trace.readStarted();
-    return readOnce(env.clock, action, record.input, this.stepContext, record.target, (reading) =>
-      trace.observed(phase, record, started, reading),
-    );
-  }
-
-  private budgetSpent(): boolean {
-    const { poll } = this.action;
-    const started = this.record.acceptedAt ?? this.record.requestedAt;
-    return this.record.reads >= poll.maxReads || this.env.clock.now() >= started + poll.maxDurationMs;
-  }
-
-  private budgetExhausted(): Promise<Completion> {
-    const { poll } = this.action;
-    return this.park(
-      {
-        status: 'unknown',
-        errorCode: 'poll_budget_exhausted',
-        reason: `no terminal state after ${this.record.reads} reads within ${poll.maxDurationMs} ms`,
-        ...(this.record.lastObservedAt ? { observedAt: this.record.lastObservedAt } : {}),
-      },
-      'timed_out',
-      null,
-    );
-  }
-
-  private parkPending(reading?: Reading): Promise<Completion> {
-    const { poll } = this.action;
-    const now = this.env.clock.now();
-    // Never due after the budget ends: the read then is the last one, and an unfinished job turns `unknown`
-    // on time (a longer backoff step would otherwise carry it past the budget, and past a lease).
-    const budgetEnd = (this.record.acceptedAt ?? this.record.requestedAt) + poll.maxDurationMs;
-    const next = Math.max(
-      now,
-      Math.min(now + pollDelay(poll, this.record.reads, this.env.random), budgetEnd),
-    );
-    const lastError = reading?.kind === 'error' ? { reason: reading.reason } : {};
-    return this.park(
-      {
-        status: 'pending',
-        errorCode: 'in_progress',
-        ...lastError,
-        ...(reading ? { observedAt: reading.at } : {}),
-      },
-      this.openLifecycle(),
-      next,
-    );
-  }
-
-  /**
-   * The context for one step. Given a lazy `signal` (a step under a deadline), `ctx.signal` is a getter so
-   * the step's AbortController is built only if used; otherwise it is the run's signal as a plain field,
-   * because a literal with a getter costs several times more to build and most contexts need none.
-   */
-  private stepContext = (signal?: () => AbortSignal): StepContext => {
-    const r = this.record;
-    const startedAt = new Date(r.executedAt ?? r.requestedAt);
-    const ctx: StepContext =
-      signal === undefined
-        ? {
-            runId: r.runId,
-            scope: r.scope,
-            signal: this.run.signal,
-            operationId: r.id,
-            idempotencyKey: r.idempotencyKey,
-            attempt: r.attempt,
-            startedAt,
-          }
-        : {
-            runId: r.runId,
-            scope: r.scope,
-            get signal() {
-              return signal();
-            },
-            operationId: r.id,
-            idempotencyKey: r.idempotencyKey,
-            attempt: r.attempt,
-            startedAt,
-          };
-    if (r.actor) ctx.actor = r.actor;
-    if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
-    return ctx;
-  };
-}
-
-/** A read that ends the settle window: an error, or an observation that settles (pass, wrong scope or target). */
-function decisive(reading: Reading): boolean {
-  return reading.kind === 'error' || (reading.kind === 'observed' && isSettledVerdict(reading));
 }
