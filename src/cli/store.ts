@@ -1,5 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { PgOwnedPool } from '../postgres/driver.js';
 import type { SqliteLike } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
@@ -101,7 +102,7 @@ export function redact(spec: string): string {
  * Opens the store a `--store` value names: a file path is a SQLite database, a `postgres://…` or
  * `postgresql://…` URL a Postgres store (schema from `?schema=name`, default `readback`). Unless `create`
  * is set, a missing file or schema, or one without readback's tables, is a usage error and left as it is;
- * with `create`, both are created and migrated.
+ * with `create`, both are created and migrated. A leading `~` in a path is the home directory.
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<OperationStore> {
   if (spec.trim() === '') throw new UsageError("option '--store' needs a path");
@@ -111,11 +112,12 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
       `unsupported store '${redact(spec)}'; pass a SQLite file path or a postgres:// URL to --store`,
     );
   }
-  const path = resolve(spec);
+  const path = resolve(expandHome(spec));
   if (!options.create) {
     if (!existsSync(path)) {
+      const where = path === resolve(spec) ? '' : ` at ${path}`;
       throw new UsageError(
-        `no store at ${spec} (file not found); run 'readback demo' first or pass --store <path>`,
+        `no store at ${spec} (file not found${where}); run 'readback demo' first or pass --store <path>`,
       );
     }
     if (!statSync(path).isFile()) throw new UsageError(`store ${spec} is not a file`);
@@ -132,6 +134,12 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   } catch (error) {
     throw new CommandError(`could not open store ${spec}: ${errorText(error)}`);
   }
+}
+
+// The shell expands '~' only at the start of a word, so `--store=~/ops.db` arrives as written; without this it
+// would name a directory called '~' under the working directory.
+function expandHome(spec: string): string {
+  return /^~(?:[/\\]|$)/.test(spec) ? join(homedir(), spec.slice(1)) : spec;
 }
 
 interface SqliteDriverModule {
@@ -159,7 +167,12 @@ async function requireReadbackTables(path: string, spec: string): Promise<void> 
   let found: boolean;
   try {
     found = db.prepare(HAS_READBACK_TABLES).get() !== undefined;
-  } catch {
+  } catch (error) {
+    // Pointing --store at a file that is no database is the same mistake as an empty file or another
+    // program's database; anything else (a lock, a damaged store) the store's own open reports.
+    if ((error as { code?: unknown }).code === 'SQLITE_NOTADB') {
+      throw new UsageError(`store ${spec} is not a SQLite database, not a readback store; ${hint}`);
+    }
     return;
   } finally {
     db.close();

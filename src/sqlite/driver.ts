@@ -90,6 +90,10 @@ export async function openDatabaseFile(
       );
     }
   }
+  // SQLite says only "unable to open database file" for a directory; say what is wrong.
+  if (!isMemoryPath(path) && existsSync(path) && statSync(path).isDirectory()) {
+    throw new ReadbackError('invalid_options', `${path} is a directory, not a database file`, 'path');
+  }
   try {
     return new Database(path);
   } catch (error) {

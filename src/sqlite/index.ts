@@ -85,8 +85,8 @@ export function resolveSqliteOptions(options: SqliteStoreOptions = {}): Resolved
 }
 
 /**
- * Opens the SQLite operation store. With `{ path }` it loads better-sqlite3, creates the file and its
- * directory if missing, and closes the connection on `close()`; with `{ database }` it uses the
+ * Opens the SQLite operation store. With `{ path }` (taken literally: a leading `~` is refused) it loads
+ * better-sqlite3, creates the file and its directory if missing, and closes the connection on `close()`; with `{ database }` it uses the
  * caller's open handle and never closes it. Either way it sets WAL, `synchronous` and
  * `busy_timeout` on the connection and brings the schema up to date.
  */
@@ -141,6 +141,19 @@ export async function sqliteStore(
     throw new ReadbackError(
       'invalid_options',
       "must be a file path (or ':memory:' for a throwaway store)",
+      'path',
+    );
+  }
+  // SQLite takes the path as a C string: it would open (or create) the file named by the part before the NUL.
+  if (path.includes('\0')) {
+    throw new ReadbackError('invalid_options', 'must not contain a NUL character', 'path');
+  }
+  // Only a shell expands '~': taken literally it would put the store in a directory named '~' under the
+  // working directory, a different (empty) store for every directory the program starts in.
+  if (/^~(?:[/\\]|$)/.test(path)) {
+    throw new ReadbackError(
+      'invalid_options',
+      `starts with '~', which only a shell expands; pass the full path, e.g. join(os.homedir(), ${JSON.stringify(path.slice(2))})`,
       'path',
     );
   }

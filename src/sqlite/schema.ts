@@ -109,19 +109,21 @@ export function prepareDatabase(
   try {
     version = readVersion(db);
   } catch (error) {
-    throw new ReadbackError(
-      'invalid_options',
-      `${options.what} is not a usable SQLite database (${messageOf(error)}); readback will not overwrite it`,
-      options.field,
-    );
+    // A lock held past busy_timeout (another process in an exclusive transaction) says nothing about the file.
+    const reason = isBusy(error)
+      ? `is locked by another connection past busyTimeoutMs (${options.busyTimeoutMs} ms): ${messageOf(error)}`
+      : isReadOnly(error)
+        ? `cannot be read here (${messageOf(error)}): SQLite needs to create its -wal and -shm files beside it, so this user must be able to write to its directory`
+        : `is not a usable SQLite database (${messageOf(error)}); readback will not overwrite it`;
+    throw new ReadbackError('invalid_options', `${options.what} ${reason}`, options.field);
   }
-  refuseNewer(version);
+  refuseNewer(version, options);
 
   // WAL lets readers run beside the single writer; FULL syncs the log at every commit.
   enableWal(db, options.busyTimeoutMs);
   db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
 
-  if (version < SQLITE_SCHEMA_VERSION) migrate(db);
+  if (version < SQLITE_SCHEMA_VERSION) migrate(db, options);
 }
 
 // Switching a fresh file to WAL needs it to itself, and SQLite answers "database is locked" at once,
@@ -153,16 +155,27 @@ function isBusy(error: unknown): boolean {
   );
 }
 
+// SQLITE_READONLY and its extended codes (better-sqlite3 names them, node:sqlite reports the number, 8 in the
+// low byte): a WAL database whose -shm cannot be created, in a directory the user cannot write.
+function isReadOnly(error: unknown): boolean {
+  const e = error as { code?: unknown; errcode?: unknown } | null;
+  return (
+    (typeof e?.code === 'string' && e.code.startsWith('SQLITE_READONLY')) ||
+    (typeof e?.errcode === 'number' && (e.errcode & 0xff) === 8)
+  );
+}
+
 function readVersion(db: SqliteLike): number {
   if (db.prepare(HAS_MIGRATIONS_TABLE).get() === undefined) return 0;
   return Number((db.prepare(CURRENT_VERSION).get() as { version: number | bigint }).version);
 }
 
-function refuseNewer(version: number): void {
+function refuseNewer(version: number, where: { field: string; what: string }): void {
   if (version > SQLITE_SCHEMA_VERSION) {
     throw new ReadbackError(
       'store_conflict',
-      `the database has readback schema v${version}, newer than this readback (v${SQLITE_SCHEMA_VERSION}); upgrade readback to open it`,
+      `${where.what} has readback schema v${version}, newer than this readback (v${SQLITE_SCHEMA_VERSION}); upgrade readback to open it`,
+      where.field,
     );
   }
 }
@@ -170,12 +183,12 @@ function refuseNewer(version: number): void {
 // Runs the missing steps in one BEGIN IMMEDIATE transaction: it takes the write lock first, so two
 // processes opening a fresh file at once serialize here, and the second re-reads the version and
 // finds nothing left to do. A failing step rolls back whole, leaving the previous schema intact.
-function migrate(db: SqliteLike): void {
+function migrate(db: SqliteLike, where: { field: string; what: string }): void {
   db.exec(BEGIN);
   try {
     db.exec(MIGRATIONS_TABLE);
     const version = readVersion(db);
-    refuseNewer(version);
+    refuseNewer(version, where);
     for (const step of MIGRATIONS) {
       if (step.version <= version) continue;
       db.exec(step.sql);
