@@ -1,4 +1,5 @@
 /** readback/sqlite: the embedded default `OperationStore`, on better-sqlite3 (or any `SqliteLike` handle). */
+import { unknownField } from '../contract/fields.js';
 import { ReadbackError } from '../errors.js';
 import type { OperationStore } from '../store/types.js';
 import { messageOf, openDatabaseFile, type SqliteLike } from './driver.js';
@@ -58,6 +59,15 @@ const OPTION_KEYS = ['durability', 'busyTimeoutMs', 'groupCommit'];
 export function resolveSqliteOptions(options: SqliteStoreOptions = {}): ResolvedSqliteStoreOptions {
   if (typeof options !== 'object' || options === null) {
     throw new ReadbackError('invalid_options', 'must be an object', 'options');
+  }
+  // A misspelt option (`busyTimeout`, `durable`) would be dropped in silence and its default applied instead.
+  const unknown = unknownField(options, OPTION_KEYS);
+  if (unknown) {
+    throw new ReadbackError(
+      'invalid_options',
+      `is not an option (expected ${OPTION_KEYS.join(', ')})${unknown.hint}`,
+      unknown.key,
+    );
   }
   const durability = options.durability ?? 'full';
   if (durability !== 'full' && durability !== 'normal') {
