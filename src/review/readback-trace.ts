@@ -18,28 +18,100 @@ function isRecord(value: unknown): value is Rec {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** What the index knows of one (run, call id) pair: the call its events go to now, and the last seq read. */
+interface Thread {
+  call?: IncidentCall;
+  lastSeq: number;
+  /** Whether its calls begin with `run.started` (a sink can leave that type out). */
+  started: boolean;
+  lastLine: number;
+}
+
 class CallIndex {
   readonly calls: IncidentCall[] = [];
-  private readonly byCall = new Map<string, IncidentCall>();
+  private readonly threads = new Map<string, Thread>();
   private readonly byOperation = new Map<string, IncidentCall>();
+  private readonly operationOf = new Map<IncidentCall, string>();
 
-  /** The call an event belongs to: by operation first, so a poll's events land on the call that started it. */
-  find(e: Rec, at: Location): IncidentCall {
-    const op = typeof e.operationId === 'string' ? e.operationId : undefined;
-    const callId = String(e.callId);
-    const runId = typeof e.runId === 'string' ? e.runId : undefined;
+  private thread(e: Rec): Thread {
     // Call ids are only unique within a run (a model's tool-call ids, or a framework's "call_0"), and one
     // service-wide sink interleaves many runs: two runs' "call_0" are two calls.
-    const key = JSON.stringify([runId ?? null, callId]);
-    let call = (op !== undefined ? this.byOperation.get(op) : undefined) ?? this.byCall.get(key);
-    if (call === undefined) {
-      const action = String(e.action);
-      call = { id: callId, name: action, args: {}, target: action, ...(runId ? { runId } : {}), at };
-      this.calls.push(call);
+    const key = JSON.stringify([typeof e.runId === 'string' ? e.runId : null, e.callId]);
+    let t = this.threads.get(key);
+    if (t === undefined) {
+      t = { lastSeq: 0, started: false, lastLine: 0 };
+      this.threads.set(key, t);
     }
-    this.byCall.set(key, call);
-    if (op !== undefined) this.byOperation.set(op, call);
-    return call;
+    return t;
+  }
+
+  /**
+   * Follows every event through its call id, so a call that reuses an earlier call's id (a framework that
+   * numbers tool calls per turn) gets its own call; an issue when such calls interleave and cannot be told apart.
+   */
+  follow(e: Rec, line: number): InputIssue | undefined {
+    const t = this.thread(e);
+    const op = typeof e.operationId === 'string' ? e.operationId : undefined;
+    const seq = typeof e.seq === 'number' ? e.seq : undefined;
+    if (e.type === 'run.started') {
+      // A poll's or reconcile's run.started names the operation whose call it goes on with.
+      t.call = op !== undefined ? this.byOperation.get(op) : undefined;
+      t.started = true;
+    } else if (op === undefined) {
+      // Each call numbers its events from 1: a seq that does not go up is another call's event.
+      if (seq !== undefined && seq <= t.lastSeq) {
+        if (t.started) {
+          return {
+            line,
+            field: 'seq',
+            message: `${seq} after ${t.lastSeq} (line ${t.lastLine}) for call id ${JSON.stringify(e.callId)}: calls that share an id interleave or are out of order, and their events cannot be told apart (give each tool call its own toolCallId)`,
+          };
+        }
+        t.call = undefined;
+      }
+    } else if (
+      t.call !== undefined &&
+      !this.operationOf.has(t.call) &&
+      // A call owns the operation it reserves (a retry's record may be an earlier call's); in a trace that
+      // leaves run.started out, the first event naming an operation is the best sign there is.
+      (e.type === 'operation.reserved' || !t.started)
+    ) {
+      this.bind(t.call, op);
+    } else if (t.call === undefined || this.operationOf.get(t.call) !== op) {
+      // The events of an operation another call reserved (a poll's, or a concurrent call's under one id) go to
+      // that call; an operation no call has yet starts one.
+      const owner = this.byOperation.get(op);
+      t.call = owner ?? (t.call !== undefined && this.operationOf.has(t.call) ? undefined : t.call);
+    }
+    if (seq !== undefined) t.lastSeq = seq;
+    t.lastLine = line;
+    return undefined;
+  }
+
+  /** The call of an event `follow` has seen, opened by its first event that carries call data. */
+  find(e: Rec, at: Location): IncidentCall {
+    const t = this.thread(e);
+    const op = typeof e.operationId === 'string' ? e.operationId : undefined;
+    if (t.call === undefined) {
+      const action = String(e.action);
+      const runId = typeof e.runId === 'string' ? e.runId : undefined;
+      t.call = {
+        id: String(e.callId),
+        name: action,
+        args: {},
+        target: action,
+        ...(runId ? { runId } : {}),
+        at,
+      };
+      this.calls.push(t.call);
+    }
+    if (op !== undefined && !this.operationOf.has(t.call)) this.bind(t.call, op);
+    return t.call;
+  }
+
+  private bind(call: IncidentCall, op: string): void {
+    this.operationOf.set(call, op);
+    this.byOperation.set(op, call);
   }
 }
 
@@ -132,12 +204,18 @@ export function parseReadbackTrace(text: string, source: string): ReadOutcome<In
       issues.push({ line, ...bad });
       return;
     }
+    // No `seq`: an event's seq counts within its call, while a location's counts within the operation's log
+    // (`readback ops`), where "event 12" of a three-event operation would point at nothing.
     const at: Location = {
       order: line,
       line,
       ...(typeof e.operationId === 'string' ? { operationId: e.operationId } : {}),
-      ...(typeof e.seq === 'number' ? { seq: e.seq } : {}),
     };
+    const interleaved = index.follow(e, line);
+    if (interleaved !== undefined) {
+      issues.push(interleaved);
+      return;
+    }
     if (e.type === 'tool.selected') selected(index.find(e, at), e as unknown as ToolSelectedEvent);
     else if (e.type === 'execute.finished')
       executed(index.find(e, at), e as unknown as ExecuteFinishedEvent, at);

@@ -1,4 +1,12 @@
-import { createWriteStream, openSync, type WriteStream } from 'node:fs';
+import {
+  closeSync,
+  createWriteStream,
+  fstatSync,
+  openSync,
+  readSync,
+  type WriteStream,
+  writeSync,
+} from 'node:fs';
 import { optionalBoolean, ReadbackError } from '../errors.js';
 import type { TraceEvent, TraceEventType, TraceSink } from './events.js';
 
@@ -77,8 +85,8 @@ const NEWLINE = 0x0a;
 /**
  * Writes each event as one JSON line to `path`. Writes are batched (at most 50 ms or 64 KiB) and asynchronous so
  * a run never waits on the disk; `flush()` resolves once every line so far reached the file, `close()` also
- * ends the stream. Every event written before `close()` is in the file when it resolves; a process that dies
- * without closing loses the lines of the batch not yet sent (at most the last 50 ms or 64 KiB).
+ * ends the stream. Every event written before `close()` is in the file when it resolves (both reject when a
+ * write failed); a process that dies without closing loses the batch not yet sent (at most 50 ms or 64 KiB).
  */
 export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSink {
   if (typeof path !== 'string' || path === '') {
@@ -102,6 +110,7 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
       'jsonlSink(path)',
     );
   }
+  if (flags === 'a') endTornLine(path, fd);
   const stream: WriteStream = createWriteStream(path, { fd, flags });
   let failure: unknown;
   let closed = false;
@@ -109,14 +118,17 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
   let buffer = Buffer.allocUnsafe(BATCH_BYTES);
   let used = 0;
   let scheduled: ReturnType<typeof setTimeout> | undefined;
-  stream.on('error', (error) => {
-    failure = error;
-  });
+  // A failed write reports to its callback before the stream's 'error' event, which comes a tick later: the
+  // callback records it at once, so the next write, flush() or close() cannot miss it.
+  const onWritten = (error?: Error | null) => {
+    if (error) failure ??= error;
+  };
+  stream.on('error', onWritten);
   const sendBatch = () => {
     if (scheduled) clearTimeout(scheduled);
     scheduled = undefined;
     if (used === 0 || failure) return;
-    stream.write(buffer.subarray(0, used));
+    stream.write(buffer.subarray(0, used), onWritten);
     buffer = Buffer.allocUnsafe(BATCH_BYTES);
     used = 0;
   };
@@ -140,7 +152,7 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
         sendBatch();
         if (room > BATCH_BYTES) {
           // A line bigger than a whole batch goes out on its own, in order after what came before.
-          stream.write(`${line}\n`);
+          stream.write(`${line}\n`, onWritten);
           return;
         }
       }
@@ -154,8 +166,29 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
       closed = true;
       sendBatch();
       return new Promise<void>((resolve, reject) => {
-        stream.end(() => (failure ? reject(failure) : resolve()));
+        // A write that failed before the end is reported here even when flush() already reported it: lines
+        // are missing from the file, and close() resolving would say they are all there.
+        stream.end((error?: Error | null) => (failure || error ? reject(failure ?? error) : resolve()));
       });
     },
   };
+}
+
+// A process killed in the middle of a write can leave its last line cut short; appending right after it would
+// glue this run's first line onto it and lose both. A newline first keeps the cut line, and only it, broken.
+function endTornLine(path: string, fd: number): void {
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile() || stat.size === 0) return;
+    const last = Buffer.alloc(1);
+    const reader = openSync(path, 'r');
+    try {
+      readSync(reader, last, 0, 1, stat.size - 1);
+    } finally {
+      closeSync(reader);
+    }
+    if (last[0] !== NEWLINE) writeSync(fd, '\n');
+  } catch {
+    // A file that cannot be read back (write-only) is appended to as it is.
+  }
 }
