@@ -448,6 +448,7 @@ export function findClaims(sentence: string): EffectClaim[] {
   ranges.forEach((range, r) => {
     const tokens = tokenize(masked, range.start, range.end);
     const end = coordinatedEnd(masked, ranges, r);
+    const start = coordinatedStart(masked, ranges, r);
     const scopeStart = scopeHedgeStart(tokens);
     for (let i = 0; i < tokens.length; i++) {
       const hit = matchEffect(tokens, i);
@@ -461,7 +462,7 @@ export function findClaims(sentence: string): EffectClaim[] {
           index: tokens[i]!.index,
           generic: hit.effect.generic === true,
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
-          clause: sentence.slice(range.start, end).trim(),
+          clause: sentence.slice(start, end).trim(),
           idiom: hit.effect.idiom === true,
           aboutRequest: isAboutRequest(tokens, i, hit.length, hit.effect.stem),
         });
@@ -520,6 +521,33 @@ function coordinatedEnd(masked: string, ranges: readonly ClauseRange[], r: numbe
     end = ranges[next]!.end;
   }
   return end;
+}
+
+// Clauses before the claim's that are only more subjects of it ("T-1 and T-2 are resolved", "the email to Ana,
+// the invoice and the refund went out"): no verb of their own, so the claim is theirs too. A word in -ed is
+// taken for a verb ("Ana's refund failed and Bob's was delivered" makes two statements).
+function coordinatedStart(masked: string, ranges: readonly ClauseRange[], r: number): number {
+  let start = ranges[r]!.start;
+  for (let prev = r - 1; prev >= 0; prev--) {
+    const joint = masked.slice(ranges[prev]!.end, start).trim().toLowerCase();
+    if (joint !== 'and' && joint !== ',' && joint !== ', and') break;
+    // The blank between ", and" is a range of its own: it joins, it is no subject.
+    if (masked.slice(ranges[prev]!.start, ranges[prev]!.end).trim() === '') continue;
+    const tokens = tokenize(masked, ranges[prev]!.start, ranges[prev]!.end);
+    const subjectOnly =
+      tokens.length <= MAX_OBJECT_WORDS &&
+      tokens.every(
+        (t, i) =>
+          !FINITE.has(t.text) &&
+          !FIRST_PERSON.has(t.text) &&
+          !isHedge(t.text) &&
+          !t.text.endsWith('ed') &&
+          matchEffect(tokens, i) === null,
+      );
+    if (!subjectOnly) break;
+    start = ranges[prev]!.start;
+  }
+  return start;
 }
 
 /** True when any sentence of the text affirms that an effect happened. */
