@@ -138,9 +138,14 @@ describe('a store this user may read but not write beside', () => {
     await store.reserve(newOp(1), ev('reserved'));
     await store.close();
     const before = readFileSync(path);
-    // Root writes anywhere, so as root the child runs as nobody; the files stay readable by everyone.
-    const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    for (const open of [tmp.dir, compiled.dir]) chmodSync(open, 0o755);
+    // Root writes anywhere: as root the child runs without the capabilities that override file permissions
+    // (setpriv), still root, so it reads the checkout wherever it lies (a 0700 temp dir, say) but cannot write
+    // in a 0555 directory. Another user would need every directory above the checkout to be open to it.
+    const asRoot = process.getuid?.() === 0;
+    const dropCaps = [
+      '--inh-caps=-dac_override,-dac_read_search',
+      '--bounding-set=-dac_override,-dac_read_search',
+    ];
     chmodSync(path, 0o444);
     chmodSync(dir, 0o555);
     try {
@@ -148,11 +153,9 @@ describe('a store this user may read but not write beside', () => {
         const { sqliteStore } = await import(${JSON.stringify(compiled.entry)});
         try { await sqliteStore({ path: ${JSON.stringify(path)} }); console.log('{"opened":true}'); }
         catch (e) { console.log(JSON.stringify({ code: e.code, field: e.field, message: e.message })); }`;
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        ['--input-type=module', '-e', script],
-        asOther,
-      );
+      const node = [process.execPath, '--input-type=module', '-e', script];
+      const [command, ...args] = asRoot ? ['setpriv', ...dropCaps, '--', ...node] : node;
+      const { stdout } = await promisify(execFile)(command!, args);
       const reported = JSON.parse(stdout) as { code: string; field: string; message: string };
       expect(reported).toMatchObject({ code: 'invalid_options', field: 'path' });
       expect(reported.message).toContain(path);
