@@ -508,16 +508,7 @@ function coordinatedEnd(masked: string, ranges: readonly ClauseRange[], r: numbe
       continue;
     }
     if (joint !== 'and' && joint !== ',' && joint !== ', and') break;
-    const objectOnly =
-      tokens.length <= MAX_OBJECT_WORDS &&
-      tokens.every(
-        (t, i) =>
-          !FINITE.has(t.text) &&
-          !FIRST_PERSON.has(t.text) &&
-          !isHedge(t.text) &&
-          matchEffect(tokens, i) === null,
-      );
-    if (!objectOnly) break;
+    if (!nounsOnly(tokens, false)) break;
     end = ranges[next]!.end;
   }
   return end;
@@ -533,21 +524,26 @@ function coordinatedStart(masked: string, ranges: readonly ClauseRange[], r: num
     if (joint !== 'and' && joint !== ',' && joint !== ', and') break;
     // The blank between ", and" is a range of its own: it joins, it is no subject.
     if (masked.slice(ranges[prev]!.start, ranges[prev]!.end).trim() === '') continue;
-    const tokens = tokenize(masked, ranges[prev]!.start, ranges[prev]!.end);
-    const subjectOnly =
-      tokens.length <= MAX_OBJECT_WORDS &&
-      tokens.every(
-        (t, i) =>
-          !FINITE.has(t.text) &&
-          !FIRST_PERSON.has(t.text) &&
-          !isHedge(t.text) &&
-          !t.text.endsWith('ed') &&
-          matchEffect(tokens, i) === null,
-      );
-    if (!subjectOnly) break;
+    if (!nounsOnly(tokenize(masked, ranges[prev]!.start, ranges[prev]!.end), true)) break;
     start = ranges[prev]!.start;
   }
   return start;
+}
+
+// A short clause with no verb, pronoun, hedge or effect word of its own: only more objects or subjects of the
+// clause next to it. `edIsVerb` takes a word in -ed for a verb (before a claim: "T-1 failed and T-2 is …").
+function nounsOnly(tokens: Token[], edIsVerb: boolean): boolean {
+  return (
+    tokens.length <= MAX_OBJECT_WORDS &&
+    tokens.every(
+      (t, i) =>
+        !FINITE.has(t.text) &&
+        !FIRST_PERSON.has(t.text) &&
+        !isHedge(t.text) &&
+        !(edIsVerb && t.text.endsWith('ed')) &&
+        matchEffect(tokens, i) === null,
+    )
+  );
 }
 
 /** True when any sentence of the text affirms that an effect happened. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,12 +8,7 @@ import { runCli } from './support.js';
 
 const tmp = tempDir('cli-store-audit');
 afterAll(tmp.remove);
-let n = 0;
-const freshDir = () => {
-  const dir = join(tmp.dir, `case-${++n}`);
-  mkdirSync(dir);
-  return dir;
-};
+const freshDir = tmp.fresh;
 
 // A module with one action, for `readback reconcile --actions`.
 const ACTIONS_MODULE = `

@@ -1,32 +1,15 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ReadbackError } from '../../src/errors.js';
 import { SQLITE_SCHEMA_VERSION, sqliteStore } from '../../src/sqlite/index.js';
 import { compileSqliteStore } from '../fixtures/sqlite/compile.mjs';
-import { ev, newOp, openHandle, tempDir } from '../fixtures/sqlite/support.js';
+import { ev, newOp, openHandle, rejection, tempDir } from '../fixtures/sqlite/support.js';
 
 const tmp = tempDir('open-audit');
 afterAll(tmp.remove);
-let n = 0;
-const freshDir = () => {
-  const dir = join(tmp.dir, `case-${++n}`);
-  mkdirSync(dir);
-  return dir;
-};
-
-async function rejection(promise: Promise<unknown>): Promise<ReadbackError> {
-  const error = await promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ReadbackError);
-  return error as ReadbackError;
-}
+const freshDir = tmp.fresh;
 
 describe('paths SQLite would read differently than the caller wrote them', () => {
   // better-sqlite3 hands the path to SQLite as a C string, so it used to open (and create) the file named by

@@ -4,31 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ReadbackError } from '../../src/errors.js';
 import { DRIVER_INSTALL, openDatabaseFile } from '../../src/sqlite/driver.js';
 import { SQLITE_SCHEMA_VERSION, type SqliteStoreOptions, sqliteStore } from '../../src/sqlite/index.js';
 import { compileSqliteStore } from '../fixtures/sqlite/compile.mjs';
-import { ev, newOp, openHandle, tempDir } from '../fixtures/sqlite/support.js';
+import { ev, newOp, openHandle, rejection, tempDir } from '../fixtures/sqlite/support.js';
 
 const tmp = tempDir('open');
 afterAll(tmp.remove);
-let n = 0;
-const freshDir = () => {
-  const dir = join(tmp.dir, `case-${++n}`);
-  mkdirSync(dir);
-  return dir;
-};
-
-async function rejection(promise: Promise<unknown>): Promise<ReadbackError> {
-  const error = await promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ReadbackError);
-  return error as ReadbackError;
-}
+const freshDir = tmp.fresh;
 
 describe('opening a file', () => {
   it('creates missing parent directories and the database', async () => {
