@@ -149,8 +149,11 @@ async function settle(
   ctx: Omit<RunContext, 'signal'>,
 ): Promise<void> {
   let result: McpToolResult;
+  // The last completion seen, so an error while following it up still names the operation to poll.
+  let last: Completion | undefined;
   try {
     let completion = await runner.run(spec.action, args, { ...ctx, wait: false });
+    last = completion;
     if (spec.wait && completion.status === 'pending' && completion.nextAllowedAction === 'poll') {
       await store.updateTaskStatus(taskId, 'working', spec.text(completion));
       completion = await runner.poll(completion.operationId, {
@@ -161,14 +164,16 @@ async function settle(
     result = spec.toolResult(completion);
   } catch (error) {
     // Only misuse throws out of the runner; the task still has to end, or its client polls forever.
-    result = {
-      // Any value may be thrown (a wrapped runner's undefined too); reading `.message` off it must not
-      // turn into an unhandled rejection that takes the server down.
-      content: [
-        { type: 'text', text: `[readback error] ${error instanceof Error ? error.message : String(error)}` },
-      ],
-      isError: true,
-    };
+    // Any value may be thrown (a wrapped runner's undefined too); reading `.message` off it must not
+    // turn into an unhandled rejection that takes the server down.
+    const text = `[readback error] ${error instanceof Error ? error.message : String(error)}`;
+    result = last
+      ? {
+          ...spec.toolResult(last),
+          content: [{ type: 'text', text: `${text}. Last known: ${spec.text(last)}` }],
+          isError: true,
+        }
+      : { content: [{ type: 'text', text }], isError: true };
   }
   try {
     // Storing a result keeps the last status message; without this one, a finished task would still
