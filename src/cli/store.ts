@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { PgOwnedPool } from '../postgres/driver.js';
-import type { SqliteLike } from '../sqlite/driver.js';
+import { type SqliteLike, startsAtHome } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
 import { UsageError } from './args.js';
 import { CommandError } from './format.js';
@@ -139,7 +139,7 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
 // The shell expands '~' only at the start of a word, so `--store=~/ops.db` arrives as written; without this it
 // would name a directory called '~' under the working directory.
 function expandHome(spec: string): string {
-  return /^~(?:[/\\]|$)/.test(spec) ? join(homedir(), spec.slice(1)) : spec;
+  return startsAtHome(spec) ? join(homedir(), spec.slice(1)) : spec;
 }
 
 interface SqliteDriverModule {

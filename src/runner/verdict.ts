@@ -98,7 +98,7 @@ export function mismatchFacts(
 }
 
 /** The reason text for a mismatch, naming the checks that failed. */
-export function failedNames(checks: Check[] | undefined): string {
+function failedNames(checks: Check[] | undefined): string {
   const failed = (checks ?? []).filter((c) => !c.pass).map((c) => c.name);
   return failed.length ? `read back did not match: ${failed.join(', ')}` : 'read back did not match';
 }

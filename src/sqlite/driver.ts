@@ -68,6 +68,11 @@ export async function loadBetterSqlite3(
   ) => SqliteLike;
 }
 
+/** Whether a path starts with the `~` a shell would expand (`~` alone, `~/…`); readback itself is no shell. */
+export function startsAtHome(path: string): boolean {
+  return /^~(?:[/\\]|$)/.test(path);
+}
+
 /** True for the paths SQLite treats as a private in-memory database, which have no directory to create. */
 export function isMemoryPath(path: string): boolean {
   return path === ':memory:' || path === '';

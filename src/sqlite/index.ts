@@ -2,7 +2,7 @@
 import { unknownField } from '../contract/fields.js';
 import { ReadbackError } from '../errors.js';
 import type { OperationStore } from '../store/types.js';
-import { messageOf, openDatabaseFile, type SqliteLike } from './driver.js';
+import { messageOf, openDatabaseFile, type SqliteLike, startsAtHome } from './driver.js';
 import { type Durability, prepareDatabase } from './schema.js';
 import { createSqliteStore } from './store.js';
 
@@ -160,7 +160,7 @@ export async function sqliteStore(
   }
   // Only a shell expands '~': taken literally it would put the store in a directory named '~' under the
   // working directory, a different (empty) store for every directory the program starts in.
-  if (/^~(?:[/\\]|$)/.test(path)) {
+  if (startsAtHome(path)) {
     throw new ReadbackError(
       'invalid_options',
       `starts with '~', which only a shell expands; pass the full path, e.g. join(os.homedir(), ${JSON.stringify(path.slice(2))})`,

@@ -1,10 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Check, FreshnessRule, StepContext } from '../../src/index.js';
 import { createRunner, defineAction, freshness, ReadbackError } from '../../src/index.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
+import { anyInput } from '../support/any-input.js';
 
 const START = Date.parse('2026-01-01T12:00:00.000Z');
 const HOUR = 3_600_000;

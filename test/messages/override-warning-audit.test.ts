@@ -3,10 +3,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRunner, defineAction } from '../../src/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
+import { anyInput } from '../support/any-input.js';
 
 function action(messages: Record<string, (d: { target: string }) => string>) {
   return defineAction<{ id: string }, { id: string; status: string }>({

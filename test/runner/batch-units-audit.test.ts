@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { accepted, createRunner, defineAction } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
+import { anyInput } from '../support/any-input.js';
 import { callsTo, ctx, expectMessageClass, setup } from './support.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
 
 describe('batch results', () => {
   it('a batch where every unit failed is failed and says which units, as a partial one does', async () => {

@@ -4,10 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { accepted, createRunner, defineAction } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
+import { anyInput } from '../support/any-input.js';
 
 type Seen = { state: 'running' | 'failed' | 'done'; rows: { id: string; v: number }[] };
 

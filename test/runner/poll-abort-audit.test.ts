@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { accepted, createRunner, defineAction, memoryStore } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
+import { anyInput } from '../support/any-input.js';
 import { callsTo, ctx, setup } from './support.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
 
 /** A queued job that never finishes, whose verifier ignores abort signals (as many database reads do). */
 function stuckJob(maxReads = 3) {

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { accepted, createRunner, defineAction, freshness } from '../../src/index.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
+import { anyInput } from '../support/any-input.js';
 
 interface Row {
   id: string;

@@ -13,10 +13,7 @@ import {
 } from '../../src/index.js';
 import { sqliteStore } from '../../src/sqlite/index.js';
 import { FakeClock } from '../../src/testing/index.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
+import { anyInput } from '../support/any-input.js';
 
 interface Row {
   id: string;

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { callbackSink, createRunner, defineAction, memoryStore, type TraceEvent } from '../../src/index.js';
-
-const anyInput = {
-  '~standard': { version: 1 as const, vendor: 'test', validate: (value: unknown) => ({ value }) },
-};
+import { anyInput } from '../support/any-input.js';
 
 function liveTool(result: () => unknown) {
   const tool = { runs: 0 };
