@@ -37,6 +37,8 @@ export interface PgPoolConfig {
   /** How long to wait for a connection, new or free, before failing (0: forever, pg's own default). */
   connectionTimeoutMillis?: number;
   query_timeout?: number;
+  /** The server cancels any statement that runs longer (ms; pg sends it at connect; 0 or absent sends none). */
+  statement_timeout?: number;
   keepAlive?: boolean;
   keepAliveInitialDelayMillis?: number;
 }
@@ -54,6 +56,15 @@ export const DEFAULT_CONNECTION_TIMEOUT_MS = 10_000;
  * statement fails as a lost connection, and the store's `reconnect` policy retries it on a fresh one.
  */
 export const KEEPALIVE_DELAY_MS = 10_000;
+
+/**
+ * How long the server lets one statement of a pool readback opens run before cancelling it, unless told
+ * otherwise. Readback's statements take milliseconds; without a limit, one stuck behind a lock that another
+ * session holds (an operator's open transaction, a long `ALTER TABLE`) waits forever, and the run or
+ * reconciler that sent it with it. Cancelled, the statement rolls back and the store call fails with the
+ * server's message, which the runner reports as an honest `store_unavailable` outcome.
+ */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 /** The text to install when the driver is missing. */
 export const DRIVER_INSTALL = 'npm install pg@8';
@@ -86,8 +97,8 @@ export async function loadPgPool(
   if (typeof Pool !== 'function') {
     throw new ReadbackError('invalid_options', 'pg did not export a Pool constructor');
   }
-  // Every pool made from here (the store's, the CLI's look at a schema) gets a connection timeout and TCP
-  // keepalive by default.
+  // Every pool made from here (the store's, the CLI's look at a schema) gets a connection timeout, a statement
+  // timeout and TCP keepalive by default.
   const Base = Pool as new (config: PgPoolConfig) => PgOwnedPool;
   return class TimedPool extends Base {
     constructor(config: PgPoolConfig) {
@@ -95,6 +106,7 @@ export async function loadPgPool(
       super({
         keepAlive: true,
         keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+        statement_timeout: DEFAULT_STATEMENT_TIMEOUT_MS,
         ...config,
         connectionTimeoutMillis,
       });

@@ -78,6 +78,11 @@ export type PostgresStoreSource =
        * `connect_timeout` in seconds, else 10 s; 0 waits forever, as pg does by default).
        */
       connectionTimeoutMillis?: number;
+      /**
+       * How long the server lets one statement run before cancelling it (default: the URL's
+       * `statement_timeout`, else 30 s; 0 sets none). A cancelled statement rolls back and its store call fails.
+       */
+      statementTimeoutMillis?: number;
     } & PostgresStoreOptions);
 
 /**
@@ -131,11 +136,12 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     });
   }
 
-  const { connectionString, reconnect, max, connectionTimeoutMillis } = source as {
+  const { connectionString, reconnect, max, connectionTimeoutMillis, statementTimeoutMillis } = source as {
     connectionString?: unknown;
     reconnect?: unknown;
     max?: unknown;
     connectionTimeoutMillis?: unknown;
+    statementTimeoutMillis?: unknown;
   };
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new ReadbackError('invalid_options', 'must be a postgres:// connection string', 'connectionString');
@@ -152,16 +158,14 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) {
     throw new ReadbackError('invalid_options', 'must be a whole number ≥ 1', 'max');
   }
-  if (
-    connectionTimeoutMillis !== undefined &&
-    (typeof connectionTimeoutMillis !== 'number' ||
-      !Number.isInteger(connectionTimeoutMillis) ||
-      connectionTimeoutMillis < 0)
-  ) {
+  requireMillis(connectionTimeoutMillis, 'connectionTimeoutMillis');
+  requireMillis(statementTimeoutMillis, 'statementTimeoutMillis');
+  // pg lets the URL's `statement_timeout` override any option: two values would leave the option unused in silence.
+  if (statementTimeoutMillis !== undefined && urlParam(connectionString, 'statement_timeout') !== null) {
     throw new ReadbackError(
       'invalid_options',
-      'must be a whole number of milliseconds ≥ 0',
-      'connectionTimeoutMillis',
+      'the connection string already sets statement_timeout; give it in one place',
+      'statementTimeoutMillis',
     );
   }
   const timeout = (connectionTimeoutMillis as number | undefined) ?? urlTimeout(connectionString);
@@ -177,6 +181,7 @@ export async function postgresStore(source: PostgresStoreSource): Promise<Operat
     connectionString,
     ...(max === undefined ? {} : { max }),
     ...(timeout === undefined ? {} : { connectionTimeoutMillis: timeout }),
+    ...(statementTimeoutMillis === undefined ? {} : { statement_timeout: statementTimeoutMillis as number }),
   });
   // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool; without
   // a listener its 'error' event would crash the process. The next query opens a fresh connection.
@@ -232,8 +237,19 @@ async function prepare(
 // libpq's `connect_timeout` (seconds; 0 waits forever) in the URL, which pg itself ignores, read as the CLI
 // reads it; undefined when absent or not a number of seconds.
 function urlTimeout(connectionString: string): number | undefined {
-  const q = connectionString.indexOf('?');
-  const raw = q === -1 ? null : new URLSearchParams(connectionString.slice(q + 1)).get('connect_timeout');
+  const raw = urlParam(connectionString, 'connect_timeout');
   const seconds = raw === null || raw.trim() === '' ? Number.NaN : Number(raw);
   return Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds * 1000) : undefined;
+}
+
+// One query parameter of a connection string, or null when it has none.
+function urlParam(connectionString: string, name: string): string | null {
+  const q = connectionString.indexOf('?');
+  return q === -1 ? null : new URLSearchParams(connectionString.slice(q + 1)).get(name);
+}
+
+function requireMillis(value: unknown, field: string): void {
+  if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 0)) {
+    throw new ReadbackError('invalid_options', 'must be a whole number of milliseconds ≥ 0', field);
+  }
 }
