@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { PgOwnedPool } from '../postgres/driver.js';
-import { type SqliteLike, startsAtHome } from '../sqlite/driver.js';
+import { type SqliteLike, startsAtHome, storePathProblem } from '../sqlite/driver.js';
 import type { OperationStore } from '../store/types.js';
 import { UsageError } from './args.js';
 import { CommandError } from './format.js';
@@ -112,6 +112,9 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
       `unsupported store '${redact(spec)}'; pass a SQLite file path or a postgres:// URL to --store`,
     );
   }
+  // Checked as written: resolve() would drop a trailing '/' and take 'file:…' and 'postgres:/…' as file names.
+  const problem = storePathProblem(expandHome(spec));
+  if (problem) throw new UsageError(`store ${spec} ${problem}`);
   const path = resolve(expandHome(spec));
   if (!options.create) {
     if (!existsSync(path)) {

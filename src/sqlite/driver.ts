@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, lstatSync, mkdirSync, readlinkSync, statSync } from 'node:fs';
+import { dirname, resolve, sep } from 'node:path';
 import { ReadbackError } from '../errors.js';
 
 /** A value SQLite can bind or return; readback binds only numbers, strings and null. */
@@ -26,6 +26,22 @@ export interface SqliteLike {
   readonly inTransaction?: boolean;
   /** node:sqlite's name for the same. */
   readonly isTransaction?: boolean;
+  /** better-sqlite3's "the connection is open"; false once the caller closed it. */
+  readonly open?: boolean;
+  /** node:sqlite's name for the same (Node 22.15+). */
+  readonly isOpen?: boolean;
+}
+
+/**
+ * Whether the caller's handle is closed: by its own flag when the driver has one, else by the error a
+ * closed handle raises (node:sqlite before `isOpen` says "database is not open", and a statement of a
+ * closed database "statement has been finalized"; better-sqlite3 "The database connection is not open").
+ */
+export function isClosedHandle(db: SqliteLike, error?: unknown): boolean {
+  if (db.open === false || db.isOpen === false) return true;
+  if (error === undefined || db.open === true || db.isOpen === true) return false;
+  const message = messageOf(error);
+  return /database (connection )?is not open|statement has been finalized/i.test(message);
 }
 
 /** The text to install when the driver is missing; v13 needs Node 22, so the range stays on v12. */
@@ -78,6 +94,54 @@ export function isMemoryPath(path: string): boolean {
   return path === ':memory:' || path === '';
 }
 
+// The files SQLite keeps beside a database `x`: `x-wal`, `x-shm`, `x-journal`.
+const SIDE_FILES: Record<string, string> = {
+  wal: 'write-ahead log',
+  shm: 'shared-memory index',
+  journal: 'rollback journal',
+};
+
+/**
+ * Why `path` cannot name a store file, as a phrase to follow the path ("ends with '/' …"), or undefined
+ * when it can. Each case is one SQLite would open without complaint, as a file other than the one meant.
+ */
+export function storePathProblem(path: string): string | undefined {
+  if (path.trim() === '') return "is empty; pass a file path (or ':memory:' for a throwaway store)";
+  // A line break or tab pasted with the path, or read from a file or env var with its newline, names another file.
+  const control = [...path].map((c) => c.charCodeAt(0)).find((c) => c < 0x20 || c === 0x7f);
+  if (control !== undefined) {
+    const code = control.toString(16).padStart(4, '0').toUpperCase();
+    return `contains a control character (U+${code}); a line break or tab copied with the path?`;
+  }
+  if (path.trim() !== path) {
+    return 'begins or ends with whitespace, which would name another file than the one meant; trim it';
+  }
+  // better-sqlite3 does not interpret URIs: 'file:/tmp/x.db' would become the relative directory 'file:'.
+  if (/^file:/i.test(path)) {
+    return "is a file: URI, which readback does not interpret (SQLite would take it as a file named 'file:…'); pass the plain path, e.g. fileURLToPath(url), without query parameters such as ?mode=ro";
+  }
+  // 'postgres:/db' (one slash) and the like are mistyped URLs; Windows drives ('C:') are one letter.
+  const scheme = /^([a-z][a-z0-9+.-]+):(\/?)/i.exec(path);
+  if (scheme && (scheme[2] === '/' || /^(postgres(ql)?|pg|sqlite3?|mysql|https?)$/i.test(scheme[1]!))) {
+    const postgres = /^postgres(ql)?$|^pg$/i.test(scheme[1]!);
+    return postgres
+      ? 'looks like a PostgreSQL URL, not a file path; a Postgres store is named by a postgres://… URL'
+      : `looks like a ${scheme[1]}: URL, not a file path; pass the database file's path`;
+  }
+  // SQLite would drop the slash and create a file where a directory was meant ('runs/' became a file 'runs').
+  const last = path.split(sep === '\\' ? /[\\/]/ : '/').at(-1);
+  if (last === '' || last === '.' || last === '..') {
+    return `names a directory; pass the database file's path inside it, e.g. ${JSON.stringify(resolve(path, 'ops.db'))}`;
+  }
+  // Opened as a database, an empty -wal would be written into while the real database still uses it.
+  const side = /-(wal|shm|journal)$/.exec(path);
+  if (side && existsSync(path.slice(0, -side[0].length))) {
+    const main = path.slice(0, -side[0].length);
+    return `is the ${SIDE_FILES[side[1]!]} of the SQLite database ${JSON.stringify(main)}, not a database; pass ${JSON.stringify(main)}`;
+  }
+  return undefined;
+}
+
 /** Opens (creating its parent directory) the database file at `path` with better-sqlite3; the caller owns the handle. */
 export async function openDatabaseFile(
   path: string,
@@ -102,7 +166,22 @@ export async function openDatabaseFile(
   try {
     return new Database(path);
   } catch (error) {
-    throw new ReadbackError('invalid_options', `cannot open ${path}: ${messageOf(error)}`, 'path');
+    throw new ReadbackError(
+      'invalid_options',
+      `cannot open ${path}: ${messageOf(error)}${danglingLink(path)}`,
+      'path',
+    );
+  }
+}
+
+// SQLite follows a symbolic link and creates the file it points to, so one into a missing directory fails
+// with "unable to open database file"; say where it points.
+function danglingLink(path: string): string {
+  try {
+    if (!lstatSync(path).isSymbolicLink() || existsSync(path)) return '';
+    return ` (it is a symbolic link to ${readlinkSync(path)}, whose directory does not exist)`;
+  } catch {
+    return '';
   }
 }
 

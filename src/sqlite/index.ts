@@ -2,7 +2,14 @@
 import { unknownField } from '../contract/fields.js';
 import { ReadbackError } from '../errors.js';
 import type { OperationStore } from '../store/types.js';
-import { messageOf, openDatabaseFile, type SqliteLike, startsAtHome } from './driver.js';
+import {
+  isClosedHandle,
+  messageOf,
+  openDatabaseFile,
+  type SqliteLike,
+  startsAtHome,
+  storePathProblem,
+} from './driver.js';
 import { type Durability, prepareDatabase } from './schema.js';
 import { createSqliteStore } from './store.js';
 
@@ -95,7 +102,9 @@ export function resolveSqliteOptions(options: SqliteStoreOptions = {}): Resolved
 }
 
 /**
- * Opens the SQLite operation store. With `{ path }` (taken literally: a leading `~` is refused) it loads
+ * Opens the SQLite operation store. With `{ path }` (a plain file path, relative to the working directory at open;
+ * a leading `~`, a `file:` URI, a URL, a directory-looking path and a database's `-wal`/`-shm`/`-journal`
+ * file are refused) it loads
  * better-sqlite3, creates the file and its directory if missing, and closes the connection on `close()`; with `{ database }` it uses the
  * caller's open handle and never closes it. Either way it sets WAL, `synchronous` and
  * `busy_timeout` on the connection and brings the schema up to date.
@@ -127,19 +136,28 @@ export async function sqliteStore(
     if (typeof db?.prepare !== 'function' || typeof db.exec !== 'function') {
       throw new ReadbackError('invalid_options', 'must be an open SQLite database handle', 'database');
     }
-    if (db.inTransaction === true || db.isTransaction === true) {
-      throw new ReadbackError(
-        'invalid_options',
-        'is inside a transaction; open the store outside it so its schema and records commit on their own',
-        'database',
-      );
-    }
+    if (isClosedHandle(db)) throw new ReadbackError('invalid_options', CLOSED_AT_OPEN, 'database');
     try {
+      // Inside the try: node:sqlite's isTransaction getter itself throws on a closed handle.
+      if (db.inTransaction === true || db.isTransaction === true) {
+        throw new ReadbackError(
+          'invalid_options',
+          'is inside a transaction; open the store outside it so its schema and records commit on their own',
+          'database',
+        );
+      }
       prepareDatabase(db, { ...resolved, field: 'database', what: 'the handle' });
     } catch (error) {
+      if (isClosedHandle(db, error)) throw new ReadbackError('invalid_options', CLOSED_AT_OPEN, 'database');
       throw asReadbackError(error, 'the handle', 'database');
     }
-    return createSqliteStore({ db, owned: false, label: 'sqlite store', groupCommit: resolved.groupCommit });
+    const store = createSqliteStore({
+      db,
+      owned: false,
+      label: 'sqlite store',
+      groupCommit: resolved.groupCommit,
+    });
+    return reportCallerClose(store, db);
   }
 
   const { path } = source as { path?: unknown };
@@ -167,6 +185,8 @@ export async function sqliteStore(
       'path',
     );
   }
+  const problem = storePathProblem(path);
+  if (problem) throw new ReadbackError('invalid_options', `${JSON.stringify(path)} ${problem}`, 'path');
   const db = await openDatabaseFile(path);
   try {
     prepareDatabase(db, { ...resolved, field: 'path', what: path });
@@ -185,6 +205,29 @@ export async function sqliteStore(
     label: `sqlite store at ${path}`,
     groupCommit: resolved.groupCommit,
   });
+}
+
+const CLOSED_AT_OPEN = 'is closed; pass an open handle, and close it only after the store';
+
+// The caller owns a `{ database }` handle and may close it while the store still uses it; the driver then
+// throws its own TypeError or state error, which says nothing about readback. Report it as the store being
+// closed, which is what it amounts to. Only caller-owned handles are wrapped (one `catch` per call), and only
+// errors change.
+function reportCallerClose(store: OperationStore, db: SqliteLike): OperationStore {
+  const guarded = { ...store };
+  for (const [name, method] of Object.entries(store) as [keyof OperationStore, unknown][]) {
+    if (typeof method !== 'function' || name === 'close') continue;
+    const wrapped = (...args: unknown[]) =>
+      (method as (...a: unknown[]) => Promise<unknown>).apply(store, args).catch((error: unknown) => {
+        if (error instanceof ReadbackError || !isClosedHandle(db, error)) throw error;
+        throw new ReadbackError(
+          'store_closed',
+          `sqlite store: its database handle was closed by its owner; cannot ${name} (close the store before the handle)`,
+        );
+      });
+    Object.assign(guarded, { [name]: wrapped });
+  }
+  return guarded;
 }
 
 // Pragmas and migrations fail for reasons outside our control (read-only file, full disk, locked
