@@ -18,6 +18,13 @@ import {
   tiedToOperation,
 } from './verdict.js';
 
+/**
+ * The step deadline of a read that starts less than this before the end of a poll budget or settle window (or
+ * after it), when `verifyTimeoutMs` is longer: the slack by which a waiting run may outlast either. Reads that
+ * start earlier are cut at the end itself, so a hung verifier cannot hold the caller for a whole step deadline.
+ */
+export const LAST_READ_MS = 1_000;
+
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
 export type FollowMode = 'wait' | 'once' | 'none';
 
@@ -56,7 +63,16 @@ export abstract class FollowUp extends RecordWriter {
           reason: 'aborted before the settle window ended',
         });
       }
-      reading = await this.read(phase);
+      const ms = this.deadlineBy(deadline);
+      reading = await this.read(phase, ms);
+      if (this.cutShort(reading, ms)) {
+        // It decided nothing: the write may have landed just then, so the earlier lagging read cannot fail it.
+        return this.unresolved({
+          at: reading.at,
+          code: 'verifier_timeout',
+          reason: `the last re-read did not return before the settle window ended (${reading.reason})`,
+        });
+      }
       if (decisive(reading)) break;
       step = action.settle.intervalMs;
     }
@@ -127,14 +143,15 @@ export abstract class FollowUp extends RecordWriter {
   protected async followAccepted(follow: FollowMode): Promise<Completion> {
     const { action, env } = this;
     if (follow === 'none') return this.parkPending();
+    const end = this.budgetEnd();
+    // With the budget already spent (a poll of timed-out work, or a reconciler reaching work at or after the
+    // budget's end) the read still happens once: a late terminal state settles the operation honestly instead
+    // of being ignored. That one read gets the full step deadline, so a slow verifier can still settle it.
+    const spentBefore = this.budgetSpent();
     for (;;) {
-      // Wait before each read while budget remains. With the budget already spent (a poll of timed-out work,
-      // or a reconciler reaching work nobody polled in time) the read still happens once: a late terminal
-      // state settles the operation honestly instead of being ignored.
+      // Wait before each read while budget remains, never past the budget's end.
       if (follow === 'wait' && !this.budgetSpent()) {
-        const remaining =
-          (this.record.acceptedAt ?? env.clock.now()) + action.poll.maxDurationMs - env.clock.now();
-        const delay = Math.min(remaining, pollDelay(action.poll, this.record.reads, env.random));
+        const delay = Math.min(end - env.clock.now(), pollDelay(action.poll, this.record.reads, env.random));
         try {
           await env.clock.sleep(Math.max(0, delay), this.run.signal);
         } catch {
@@ -143,10 +160,12 @@ export abstract class FollowUp extends RecordWriter {
       }
       // An aborted caller reads nothing more: a read it no longer waits for would still spend the budget.
       if (this.run.signal.aborted) return this.parkPending();
-      const reading = await this.read('poll');
+      // A read that starts within the budget ends by its end (or LAST_READ_MS after the read starts).
+      const ms = spentBefore ? action.verifyTimeoutMs : this.deadlineBy(end);
+      const reading = await this.read('poll', ms);
       const done = await this.judgeAccepted(reading);
       if (done) return done;
-      if (this.budgetSpent()) return this.budgetExhausted();
+      if (this.budgetSpent()) return this.budgetExhausted(this.cutShort(reading, ms));
       if (follow === 'once') return this.parkPending(reading);
     }
   }
@@ -201,29 +220,46 @@ export abstract class FollowUp extends RecordWriter {
     return () => this.mismatch(reading, facts.reason, facts);
   }
 
-  protected read(phase: ReadPhase): Promise<Reading> {
+  protected read(phase: ReadPhase, ms = this.action.verifyTimeoutMs): Promise<Reading> {
     const { env, action, record } = this;
     const trace = this.run.trace;
-    if (!trace) return readOnce(env.clock, action, record.input, this.stepContext, record.target);
+    if (!trace) return readOnce(env.clock, action, record.input, this.stepContext, record.target, ms);
     const started = trace.readStarted();
-    return readOnce(env.clock, action, record.input, this.stepContext, record.target, (reading) =>
+    return readOnce(env.clock, action, record.input, this.stepContext, record.target, ms, (reading) =>
       trace.observed(phase, record, started, reading),
     );
   }
 
-  protected budgetSpent(): boolean {
-    const { poll } = this.action;
-    const started = this.record.acceptedAt ?? this.record.requestedAt;
-    return this.record.reads >= poll.maxReads || this.env.clock.now() >= started + poll.maxDurationMs;
+  /** The step deadline of a read that should end by `end`: cut there, but never below LAST_READ_MS. */
+  protected deadlineBy(end: number): number {
+    return Math.min(this.action.verifyTimeoutMs, Math.max(end - this.env.clock.now(), LAST_READ_MS));
   }
 
-  protected budgetExhausted(): Promise<Completion> {
+  /** Whether a read timed out only because its deadline was cut short of `verifyTimeoutMs`. */
+  protected cutShort(reading: Reading, ms: number): reading is Extract<Reading, { kind: 'error' }> {
+    return (
+      reading.kind === 'error' && reading.code === 'verifier_timeout' && ms < this.action.verifyTimeoutMs
+    );
+  }
+
+  /** When the poll budget ends: `maxDurationMs` after the work was accepted. */
+  protected budgetEnd(): number {
+    return (this.record.acceptedAt ?? this.record.requestedAt) + this.action.poll.maxDurationMs;
+  }
+
+  protected budgetSpent(): boolean {
+    return this.record.reads >= this.action.poll.maxReads || this.env.clock.now() >= this.budgetEnd();
+  }
+
+  protected budgetExhausted(lastReadCut = false): Promise<Completion> {
     const { poll } = this.action;
+    // A read cut short by the budget's end decided nothing: it leaves the work unknown, never failed.
+    const cut = lastReadCut ? '; the last read did not return in time, before the budget ended' : '';
     return this.park(
       {
         status: 'unknown',
         errorCode: 'poll_budget_exhausted',
-        reason: `no terminal state after ${this.record.reads} reads within ${poll.maxDurationMs} ms`,
+        reason: `no terminal state after ${this.record.reads} reads within ${poll.maxDurationMs} ms${cut}`,
         ...(this.record.lastObservedAt ? { observedAt: this.record.lastObservedAt } : {}),
       },
       'timed_out',
@@ -236,7 +272,7 @@ export abstract class FollowUp extends RecordWriter {
     const now = this.env.clock.now();
     // Never due after the budget ends: the read then is the last one, and an unfinished job turns `unknown`
     // on time (a longer backoff step would otherwise carry it past the budget, and past a lease).
-    const budgetEnd = (this.record.acceptedAt ?? this.record.requestedAt) + poll.maxDurationMs;
+    const budgetEnd = this.budgetEnd();
     const next = Math.max(
       now,
       Math.min(now + pollDelay(poll, this.record.reads, this.env.random), budgetEnd),

@@ -31,7 +31,8 @@ export type Reading =
   | { kind: 'observed'; at: number; terminal?: TerminalState; evaluation: Evaluation | null };
 
 /**
- * Calls the action's `observe` with a deadline and judges the result.
+ * Calls the action's `observe` with a deadline (`ms`, the action's `verifyTimeoutMs` unless a poll budget or
+ * settle window ending sooner cuts it) and judges the result.
  * In accepted mode the terminal classification comes first and only finished work is checked.
  * Nothing a verifier returns or throws escapes as an exception: every problem becomes an error reading.
  */
@@ -42,6 +43,8 @@ export function readOnce(
   makeCtx: StepContextFactory,
   /** The operation's target (`record.target`), which the action's `targetOf` must name. */
   target: string,
+  /** The read's step deadline: `verifyTimeoutMs`, or less near the end of a poll budget or settle window. */
+  ms: number,
   /** Sees the reading before it is returned (the trace), inside the same `then`: no promise of its own. */
   onReading?: (reading: Reading) => void,
 ): Promise<Reading> {
@@ -49,9 +52,7 @@ export function readOnce(
   const observe = action.observe;
   if (!observe) return Promise.reject(new Error('readOnce called for an action without observe'));
   // One `then` on the deadline's promise rather than an async function: every read passes here.
-  return withDeadline(clock, 'observe', action.verifyTimeoutMs, ctx.signal, (signal) =>
-    observe(input, makeCtx(signal)),
-  ).then(
+  return withDeadline(clock, 'observe', ms, ctx.signal, (signal) => observe(input, makeCtx(signal))).then(
     (observed): Reading => seen(judge(clock, action, input, observed, ctx, target), onReading),
     (error: unknown): Reading =>
       seen({ kind: 'error', at: clock.now(), ...classifyReadError(error, ctx.signal) }, onReading),
