@@ -8,6 +8,7 @@ import { pollDelay } from './backoff.js';
 import type { Outcome } from './outcome.js';
 import { type Reading, readOnce } from './readback.js';
 import { RecordWriter } from './record-writer.js';
+import { withLazySignal } from './step-context.js';
 import {
   isSettledVerdict,
   mismatchFacts,
@@ -292,34 +293,21 @@ export abstract class FollowUp extends RecordWriter {
 
   /**
    * The context for one step. Given a lazy `signal` (a step under a deadline), `ctx.signal` is a getter so
-   * the step's AbortController is built only if used; otherwise it is the run's signal as a plain field,
-   * because a literal with a getter costs several times more to build and most contexts need none.
+   * the step's AbortController is built only if used (see `withLazySignal`); otherwise it is the run's signal.
    */
   protected stepContext = (signal?: () => AbortSignal): StepContext => {
     const r = this.record;
     const startedAt = new Date(r.executedAt ?? r.requestedAt);
-    const ctx: StepContext =
-      signal === undefined
-        ? {
-            runId: r.runId,
-            scope: r.scope,
-            signal: this.run.signal,
-            operationId: r.id,
-            idempotencyKey: r.idempotencyKey,
-            attempt: r.attempt,
-            startedAt,
-          }
-        : {
-            runId: r.runId,
-            scope: r.scope,
-            get signal() {
-              return signal();
-            },
-            operationId: r.id,
-            idempotencyKey: r.idempotencyKey,
-            attempt: r.attempt,
-            startedAt,
-          };
+    const ctx: StepContext = {
+      runId: r.runId,
+      scope: r.scope,
+      signal: this.run.signal,
+      operationId: r.id,
+      idempotencyKey: r.idempotencyKey,
+      attempt: r.attempt,
+      startedAt,
+    };
+    if (signal !== undefined) withLazySignal(ctx, signal);
     if (r.actor) ctx.actor = r.actor;
     if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
     return ctx;
