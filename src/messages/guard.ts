@@ -15,7 +15,9 @@
  * subject of their whole sentence ("Done — T-104 is resolved"). Idioms ("went out") count only
  * when the clause names the target or a noun of the action. A completion is not the subject of a
  * claim whose clause names another target of its kind ("order 43", "bob@x.com") and none of its
- * own: that claim is about something no action in the run touched.
+ * own: that claim is about something no action in the run touched. The completions are indexed once per answer
+ * (by identifier, and by action for the word scores), so the cost grows with the answer plus the run, not their
+ * product.
  *
  * Judgement of an attributed claim: `verified` allows any claim; `no_op` allows a claim that a
  * state holds ("T-104 is resolved", "was already resolved") but not one that reports an act
@@ -137,13 +139,27 @@ function shapeOf(id: string): string {
     .replace(/\d+/g, '9');
 }
 
-/** The first target reference in the clause that is of the completion's kind but not its own target. */
-function foreignReference(clause: string, p: Profile): string | undefined {
+interface Reference {
+  id: string;
+  named: string;
+}
+
+// Only identifiers shaped like the completion's own ("43" for `order:42`, "T-105" for `ticket:T-104`),
+// so "the email 2 days ago" or "order at 10:00" name no target.
+function shapesOf(p: Profile): Set<string> {
+  return new Set(p.ids.filter((id) => /\d/.test(id)).map(shapeOf));
+}
+
+// What `references` depends on: completions alike in it share one scan of the clause.
+function referenceKey(p: Profile): string {
+  return `${p.kinds.join(' ')}|${[...shapesOf(p)].sort().join(' ')}|${p.ids.some((id) => id.includes('@'))}`;
+}
+
+/** Every target reference in the clause of the completion's kind and shape (its own included). */
+function references(clause: string, p: Profile): Reference[] {
   const text = maskQuoted(clause);
-  const refs: { id: string; named: string }[] = [];
-  // Only identifiers shaped like the completion's own ("43" for `order:42`, "T-105" for `ticket:T-104`),
-  // so "the email 2 days ago" or "order at 10:00" name no target.
-  const shapes = new Set(p.ids.filter((id) => /\d/.test(id)).map(shapeOf));
+  const refs: Reference[] = [];
+  const shapes = shapesOf(p);
   for (const kind of shapes.size === 0 ? [] : p.kinds) {
     const noun = escapeRegExp(kind.replace(/s$/, ''));
     // A kind noun followed by an identifier with a digit: "order 43", "ticket #T-105", "invoice no. 7".
@@ -160,6 +176,11 @@ function foreignReference(clause: string, p: Profile): string | undefined {
   if (p.ids.some((id) => id.includes('@'))) {
     for (const m of text.matchAll(ADDRESS)) refs.push({ id: m[0], named: m[0] });
   }
+  return refs;
+}
+
+/** The first of the references that is not the completion's own target. */
+function foreignOf(refs: readonly Reference[], p: Profile): string | undefined {
   return refs.find((ref) => !p.ids.some((id) => id.toLowerCase() === ref.id.toLowerCase()))?.named;
 }
 
@@ -173,21 +194,133 @@ function scan(text: string): Scanned {
   return { text, lower: text.toLowerCase(), words: wordsOf(text) };
 }
 
-// The text is scanned once per claim rather than once per completion.
-function score(claim: EffectClaim, p: Profile, { text, lower, words }: Scanned, withStem: boolean): number {
-  let s = 0;
-  if (containsId(text, String(p.completion.operationId ?? ''), lower)) s += 10;
-  if (p.ids.some((id) => containsId(text, id, lower))) s += 3;
-  if (withStem && p.actionTokens.some((t) => stemMatches(claim.stem, t))) s += 4;
-  if (words.some((w) => p.nouns.some((n) => sameWord(w, n)))) s += 1;
-  return s;
+/** Completions that score alike on words: the same action and target-kind words. */
+interface Group {
+  actionTokens: string[];
+  nouns: string[];
+  members: Profile[];
 }
 
-function best(scored: { p: Profile; s: number }[]): Profile[] {
+/**
+ * The run's completions indexed once per answer, so a claim costs the identifiers its clause contains and the
+ * distinct kinds of action, not a pass over every completion: the guard stays linear in answer and run size.
+ */
+interface Index {
+  groups: Group[];
+  /** Lower-cased target identifiers and operation ids without whitespace, to the completions they belong to. */
+  byId: Map<string, Profile[]>;
+  byOperation: Map<string, Profile[]>;
+  /** The longest of those keys: no longer span of a clause can name one. */
+  longest: number;
+  /** Completions with an identifier containing whitespace, which are searched for one by one. */
+  spaced: Profile[];
+  /** Each completion's place in the run. */
+  order: Map<Profile, number>;
+}
+
+function indexOf(profiles: readonly Profile[]): Index {
+  const groups = new Map<string, Group>();
+  const byId = new Map<string, Profile[]>();
+  const byOperation = new Map<string, Profile[]>();
+  const spaced: Profile[] = [];
+  let longest = 0;
+  const put = (map: Map<string, Profile[]>, key: string, p: Profile): void => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [p]);
+    else if (list.at(-1) !== p) list.push(p);
+    longest = Math.max(longest, key.length);
+  };
+  for (const p of profiles) {
+    const key = `${p.actionTokens.join(' ')}|${p.nouns.join(' ')}`;
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = { actionTokens: p.actionTokens, nouns: p.nouns, members: [] };
+      groups.set(key, group);
+    }
+    group.members.push(p);
+    const op = String(p.completion.operationId ?? '');
+    if ([op, ...p.ids].some((id) => /\s/.test(id))) spaced.push(p);
+    if (op.trim() !== '' && !/\s/.test(op)) put(byOperation, op.toLowerCase(), p);
+    for (const id of p.ids) if (id.trim() !== '' && !/\s/.test(id)) put(byId, id.toLowerCase(), p);
+  }
+  const order = new Map(profiles.map((p, i) => [p, i]));
+  return { groups: [...groups.values()], byId, byOperation, longest, spaced, order };
+}
+
+const TOKEN_CHAR = /[\w@.-]/;
+
+// Every span of the text that `containsId` could match as a whole token, up to `longest` characters: it starts
+// after a character that is not part of an identifier and ends before one (a "." ends it unless a word follows).
+function* idSpans(lower: string, longest: number): Generator<string> {
+  for (const chunk of lower.matchAll(/\S+/g)) {
+    const word = chunk[0];
+    const before = chunk.index > 0 ? lower[chunk.index - 1]! : ' ';
+    for (let a = 0; a < word.length; a++) {
+      if (!TOKEN_CHAR.test(a === 0 ? before : word[a - 1]!)) {
+        for (let b = a + 1; b <= Math.min(word.length, a + longest); b++) {
+          const next = word[b];
+          const ends =
+            next === undefined || (!/[\w@-]/.test(next) && !(next === '.' && /\w/.test(word[b + 1] ?? '')));
+          if (ends) yield word.slice(a, b);
+        }
+      }
+    }
+  }
+}
+
+// The text is scanned once per claim rather than once per completion.
+function best(claim: EffectClaim, index: Index, scanned: Scanned, withStem: boolean): Profile[] {
+  const { text, lower, words } = scanned;
+  const wordScore = (g: { actionTokens: string[]; nouns: string[] }): number =>
+    (withStem && g.actionTokens.some((t) => stemMatches(claim.stem, t)) ? 4 : 0) +
+    (words.some((w) => g.nouns.some((n) => sameWord(w, n))) ? 1 : 0);
+  // Identifier scores, only for the completions whose identifiers the text contains.
+  const named = new Map<Profile, number>();
+  const bump = (p: Profile, by: number, id: string): void => {
+    if (containsId(text, id, lower)) named.set(p, (named.get(p) ?? 0) + by);
+  };
+  const seenOp = new Set<Profile>();
+  const seenId = new Set<Profile>();
+  for (const span of idSpans(lower, index.longest)) {
+    for (const p of index.byOperation.get(span) ?? []) {
+      if (!seenOp.has(p)) {
+        seenOp.add(p);
+        bump(p, 10, String(p.completion.operationId));
+      }
+    }
+    for (const p of index.byId.get(span) ?? []) {
+      if (!seenId.has(p) && p.ids.some((id) => id.toLowerCase() === span && containsId(text, id, lower))) {
+        seenId.add(p);
+        named.set(p, (named.get(p) ?? 0) + 3);
+      }
+    }
+  }
+  for (const p of index.spaced) {
+    if (!seenOp.has(p)) bump(p, 10, String(p.completion.operationId ?? ''));
+    if (!seenId.has(p) && p.ids.some((id) => containsId(text, id, lower))) {
+      named.set(p, (named.get(p) ?? 0) + 3);
+    }
+  }
   // A loop, not Math.max(...spread): a run of a hundred thousand calls would overflow the stack.
   let top = 0;
-  for (const x of scored) if (x.s > top) top = x.s;
-  return top === 0 ? [] : scored.filter((x) => x.s === top).map((x) => x.p);
+  const groupScores = index.groups.map((g) => {
+    const s = wordScore(g);
+    if (s > top) top = s;
+    return s;
+  });
+  for (const [p, s] of named) {
+    const total = s + wordScore(p);
+    named.set(p, total);
+    if (total > top) top = total;
+  }
+  if (top === 0) return [];
+  const out: Profile[] = [];
+  index.groups.forEach((g, i) => {
+    if (groupScores[i] === top) for (const p of g.members) if (!named.has(p)) out.push(p);
+  });
+  for (const [p, s] of named) if (s === top) out.push(p);
+  // Completion order, as the run listed them, keeps violations in a stable order.
+  return out.length > 1 ? out.sort((a, b) => index.order.get(a)! - index.order.get(b)!) : out;
 }
 
 interface Attribution {
@@ -196,17 +329,18 @@ interface Attribution {
   foreign?: string;
 }
 
-function attribute(claim: EffectClaim, sentence: string, profiles: Profile[]): Attribution {
+function attribute(claim: EffectClaim, sentence: string, index: Index): Attribution {
   // An idiom's verb is not evidence of which action it means, so it gets no verb-stem score.
   const clause = scan(claim.clause);
-  let matched = best(profiles.map((p) => ({ p, s: score(claim, p, clause, !claim.idiom) })));
-  if (matched.length === 0 && claim.generic) {
-    const whole = scan(sentence);
-    matched = best(profiles.map((p) => ({ p, s: score(claim, p, whole, false) })));
-  }
+  let matched = best(claim, index, clause, !claim.idiom);
+  if (matched.length === 0 && claim.generic) matched = best(claim, index, scan(sentence), false);
   let foreign: string | undefined;
+  const refs = new Map<string, Reference[]>();
   const own = matched.filter((p) => {
-    const ref = foreignReference(claim.clause, p);
+    const key = referenceKey(p);
+    const found = refs.get(key) ?? references(claim.clause, p);
+    refs.set(key, found);
+    const ref = foreignOf(found, p);
     if (ref === undefined || p.ids.some((id) => containsId(claim.clause, id, clause.lower))) return true;
     foreign ??= ref;
     return false;
@@ -300,7 +434,7 @@ function unverified(sentence: string, claim: EffectClaim, c: Completion): Violat
 
 /** Checks an answer against the run's completions and lists every claim the evidence does not support. */
 export function guardAnswer(text: string, completions: readonly Completion[]): GuardResult {
-  const profiles = completions.map(profile);
+  const index = indexOf(completions.map(profile));
   const notVerified = completions.filter((c) => c.status !== 'verified' || c.shadow !== undefined).length;
   const violations: Violation[] = [];
   const seen = new Set<string>();
@@ -320,7 +454,7 @@ export function guardAnswer(text: string, completions: readonly Completion[]): G
         cache.clear();
       }
       const key = `${claim.stem}|${claim.idiom}|${claim.generic}`;
-      const { matched, foreign } = cache.get(key) ?? attribute(claim, sentence, profiles);
+      const { matched, foreign } = cache.get(key) ?? attribute(claim, sentence, index);
       cache.set(key, { matched, ...(foreign === undefined ? {} : { foreign }) });
       for (const p of matched) {
         if (!allowed(claim, sentence, p.completion)) add(unverified(sentence, claim, p.completion));

@@ -12,7 +12,7 @@ export interface EffectClaim {
   word: string;
   /** Its verb stem ("sent" → "send"), used to tie the claim to an action name. */
   stem: string;
-  /** Character offset of the word in the sentence. */
+  /** Character offset of the word in the sentence, once invisible format characters are removed. */
   index: number;
   /** True for words that say "finished" without saying what ("done", "complete", "all set"). */
   generic: boolean;
@@ -37,6 +37,12 @@ interface EffectWord {
   stem: string;
   generic?: boolean;
   idiom?: boolean;
+  /** Said of what the speaker got ("I received your request"), the word reports no effect of the run. */
+  notBySpeaker?: boolean;
+  /** Says the thing is in transit ("on its way"): that the request went out, not that it arrived. */
+  inTransit?: boolean;
+  /** The phrase claims only after a copula: "the email is on its way", not "it got lost on the way". */
+  afterCopula?: boolean;
 }
 
 // Past forms and adjectives only: "send" or "resolve" promise nothing, "sent" or "resolved" do.
@@ -119,6 +125,10 @@ const WORDS: Record<string, EffectWord> = {
   enabled: { stem: 'enable' },
   disabled: { stem: 'disable' },
   installed: { stem: 'install' },
+  // What the other side got: "Ana has received the email", "the refund arrived". Idioms, so "the power
+  // arrived" or "received a lot of praise" claim nothing; never the speaker's own ("we received your request").
+  received: { stem: 'receive', idiom: true, notBySpeaker: true },
+  arrived: { stem: 'receive', idiom: true, notBySpeaker: true },
 };
 
 const PHRASES: { words: string[]; effect: EffectWord }[] = [
@@ -137,7 +147,22 @@ const PHRASES: { words: string[]; effect: EffectWord }[] = [
   { words: ['now', 'live'], effect: { stem: 'publish', idiom: true } },
   { words: ['went', 'live'], effect: { stem: 'publish', idiom: true } },
   { words: ['gone', 'live'], effect: { stem: 'publish', idiom: true } },
+  // "The email is on its way" says it went out and has not arrived: what a polled pending send supports, and
+  // false for a failed, unknown or unapproved one.
+  { words: ['on', 'its', 'way'], effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true } },
+  { words: ['on', 'the', 'way'], effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true } },
+  {
+    words: ['on', 'their', 'way'],
+    effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true },
+  },
+  { words: ['en', 'route'], effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true } },
 ];
+
+// What stands right before a state phrase: "is on its way", "it's en route", "are now on their way".
+const COPULAS = new Set(['is', 'are', 'was', 'were', 'now', 'already', 'been', 'still']);
+function afterCopula(token: string | undefined): boolean {
+  return token !== undefined && (COPULAS.has(token) || token.endsWith("'s") || token.endsWith("'re"));
+}
 
 // Words that claim only when they are the whole clause: "Success!" does, "the success rate" does not.
 const SOLO: Record<string, EffectWord> = {
@@ -233,10 +258,23 @@ export function maskQuoted(text: string): string {
   return text.replace(SPAN, (m) => ' '.repeat(m.length));
 }
 
+// Format and other invisible characters (zero-width space and joiners, soft hyphen, bidi marks, BOM, variation
+// selectors): inside a word they hide it from matching ("sen\u200bt") while the reader still sees "sent".
+const INVISIBLE = /\p{Cf}|\u034f|[\ufe00-\ufe0f]/gu;
+
+/** Removes invisible format characters, so the guard reads the words a person sees. */
+export function stripInvisible(text: string): string {
+  return text.replace(INVISIBLE, '');
+}
+
 const ABBREVIATIONS = new Set(['e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'approx']);
 
-/** Splits text into sentences at . ! ? and line breaks, never inside quoted or code spans. */
-export function splitSentences(text: string): string[] {
+/**
+ * Splits text into sentences at . ! ? and line breaks, never inside quoted or code spans; invisible format
+ * characters are removed first, so the sentences are the text a reader sees.
+ */
+export function splitSentences(input: string): string[] {
+  const text = stripInvisible(input);
   const masked = maskQuoted(text);
   const out: string[] = [];
   let start = 0;
@@ -267,8 +305,11 @@ export interface ClauseRange {
 
 // Contrast and coordination usually separate statements about different effects
 // ("the email was sent but delivery is pending"), so hedges never cross them.
+// "So" and "then" join two statements too ("the email was not sent so I closed the ticket"), but not as "so far",
+// "so that", "so was Bob's", nor a "then" or "so" that ends a condition ("if it is delivered then …").
 const CLAUSE_BREAK =
-  /[;()[\]—–]|[,:](?=\s|$)|\s-\s|\b(?:and|but|however|although|though|whereas|while|except|meanwhile)\b/gi;
+  /[;()[\]—–]|[,:](?=\s|$)|\s-\s|\b(?:and|but|however|although|though|whereas|while|except|meanwhile|then|so(?!\s+(?:far|that|much|many|long|as|too|well|on|to|am|is|are|was|were|do|does|did|has|have|had|will|would|could|can)\b))\b/gi;
+const CONDITION = /\b(?:if|once|when|whenever|unless|until|after|before)\b/i;
 
 /** Cuts a sentence into clauses at punctuation and conjunctions, ignoring quoted spans. */
 export function splitClauses(sentence: string): ClauseRange[] {
@@ -276,6 +317,8 @@ export function splitClauses(sentence: string): ClauseRange[] {
   const out: ClauseRange[] = [];
   let start = 0;
   for (let m = CLAUSE_BREAK.exec(masked); m !== null; m = CLAUSE_BREAK.exec(masked)) {
+    const word = m[0].toLowerCase();
+    if ((word === 'so' || word === 'then') && CONDITION.test(masked.slice(start, m.index))) continue;
     if (m.index > start) out.push({ start, end: m.index });
     start = m.index + m[0].length;
   }
@@ -303,6 +346,7 @@ function matchEffect(
   i: number,
 ): { word: string; effect: EffectWord; length: number } | null {
   for (const phrase of PHRASES) {
+    if (phrase.effect.afterCopula === true && !afterCopula(tokens[i - 1]?.text)) continue;
     if (phrase.words.every((w, k) => tokens[i + k]?.text === w)) {
       return { word: phrase.words.join(' '), effect: phrase.effect, length: phrase.words.length };
     }
@@ -356,6 +400,8 @@ function scopeHedgeStart(tokens: Token[]): number {
     if (SUBORDINATORS.has(t) && !isFalseHedge(tokens, k, k + 1)) return k;
     if (REQUESTS.has(t) && !before.includes('as')) return k;
     if (t === 'soon' && tokens[k + 1]?.text === 'as') return k;
+    // "so that it is delivered tomorrow" states a purpose, not a result.
+    if (t === 'so' && tokens[k + 1]?.text === 'that') return k;
     if (DOUBT.has(t) || t.endsWith("n't")) doubted = true;
     // "I can confirm" asserts even after an unrelated "no" ("with no errors I can confirm ...").
     else if (doubted && EVIDENTIAL.has(t) && !['can', 'could'].includes(before[1] ?? '')) return k;
@@ -386,7 +432,7 @@ function isAgentive(tokens: Token[], i: number, length: number, word: string, st
 
 // Verbs that hand a request over; what the request asks for is a further effect ("processed", "approved" and
 // "resolved" a request report that effect and are not in this list).
-const TRANSMITTING = new Set(['send', 'submit']);
+const TRANSMITTING = new Set(['send', 'submit', 'receive']);
 const REQUEST_NOUNS = new Set(['request', 'requests']);
 // Words that may stand between the verb and its object noun ("sent the refund request", "submitted your
 // cancellation request"); a preposition ends the object ("sent the email per your request").
@@ -438,7 +484,9 @@ function unquoteOwnWords(sentence: string): string {
 }
 
 /** Returns each affirmative effect word in a sentence; negated, hedged, reported or questioned ones are left out. */
-export function findClaims(sentence: string): EffectClaim[] {
+export function findClaims(input: string): EffectClaim[] {
+  // Offsets and clauses are of the sentence as a reader sees it, without invisible characters.
+  const sentence = stripInvisible(input);
   const norm = unquoteOwnWords(sentence.replace(/’/g, "'"));
   const masked = maskQuoted(norm);
   // A question asks about an effect; it does not assert one.
@@ -455,22 +503,37 @@ export function findClaims(sentence: string): EffectClaim[] {
       if (hit === null) continue;
       // "I sent nothing", "changed none of them": the object takes the claim back.
       const object = tokens[i + hit.length]?.text ?? '';
-      if (!isHedged(tokens, i, scopeStart) && object !== 'nothing' && object !== 'none') {
+      const speakers = hit.effect.notBySpeaker === true && (bySpeaker(tokens, i) || troubleAfter(tokens, i));
+      if (!isHedged(tokens, i, scopeStart) && object !== 'nothing' && object !== 'none' && !speakers) {
         claims.push({
           word: hit.word,
           stem: hit.effect.stem,
           index: tokens[i]!.index,
           generic: hit.effect.generic === true,
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
-          clause: sentence.slice(start, end).trim(),
+          clause: sentence.slice(sharedStart(masked, ranges, r, tokens, i, hit.length) ?? start, end).trim(),
           idiom: hit.effect.idiom === true,
-          aboutRequest: isAboutRequest(tokens, i, hit.length, hit.effect.stem),
+          aboutRequest:
+            hit.effect.inTransit === true || isAboutRequest(tokens, i, hit.length, hit.effect.stem),
         });
       }
       i += hit.length - 1;
     }
   });
   return claims;
+}
+
+// True when the speaker is the subject of the word at i: "we received your request", "I've received it".
+function bySpeaker(tokens: Token[], i: number): boolean {
+  return tokens.slice(Math.max(0, i - HEDGE_WINDOW), i).some((t) => FIRST_PERSON.has(t.text));
+}
+
+// "The email received a bounce" reports trouble coming back, not the effect arriving.
+const TROUBLE = new Set(
+  'error errors bounce bounces rejection complaint complaints warning failure'.split(' '),
+);
+function troubleAfter(tokens: Token[], i: number): boolean {
+  return tokens.slice(i + 1, i + 4).some((t) => TROUBLE.has(t.text));
 }
 
 // A clause that is only more objects of the one before ("I resolved T-104 and T-105", "closed T-1,
@@ -501,6 +564,8 @@ function isEcho(tokens: Token[]): boolean {
 function coordinatedEnd(masked: string, ranges: readonly ClauseRange[], r: number): number {
   let end = ranges[r]!.end;
   for (let next = r + 1; next < ranges.length; next++) {
+    // The blank between ", and" or "and then" is a range of its own: part of the joint, not a clause.
+    if (masked.slice(ranges[next]!.start, ranges[next]!.end).trim() === '') continue;
     const joint = masked.slice(end, ranges[next]!.start).trim().toLowerCase();
     const tokens = tokenize(masked, ranges[next]!.start, ranges[next]!.end);
     if (ECHO_JOINTS.has(joint) && isEcho(tokens)) {
@@ -512,6 +577,35 @@ function coordinatedEnd(masked: string, ranges: readonly ClauseRange[], r: numbe
     end = ranges[next]!.end;
   }
   return end;
+}
+
+// Words that may stand before a verb that shares the subject of the clause before: "and then delivered".
+const LEADING_ADVERBS = new Set(['also', 'then', 'already', 'just', 'successfully', 'finally', 'so']);
+const SHARED_JOINTS = new Set(['', 'and', 'so', 'then', 'and then', 'and so']);
+
+// A verb that opens its clause with no subject or object of its own shares the subject of the clause before:
+// "the email to Ana was sent and delivered" is about Ana's email, "I closed T-104 and then archived it" about T-104.
+function sharedStart(
+  masked: string,
+  ranges: readonly ClauseRange[],
+  r: number,
+  tokens: Token[],
+  i: number,
+  length: number,
+): number | undefined {
+  if (tokens.slice(0, i).some((t) => !LEADING_ADVERBS.has(t.text))) return undefined;
+  const rest = masked.slice(tokens[i + length - 1]!.index, ranges[r]!.end).replace(/^[a-z']+/i, '');
+  const restTokens = rest.toLowerCase().match(/[a-z][a-z']*/g) ?? [];
+  if (/[\d@#]/.test(rest) || restTokens.some((t) => isDeterminer(t) || FIRST_PERSON.has(t))) return undefined;
+  let prev = r - 1;
+  while (prev >= 0 && masked.slice(ranges[prev]!.start, ranges[prev]!.end).trim() === '') prev--;
+  if (prev < 0) return undefined;
+  const joint = masked
+    .slice(ranges[prev]!.end, ranges[r]!.start)
+    .toLowerCase()
+    .replace(/[\s,]+/g, ' ')
+    .trim();
+  return SHARED_JOINTS.has(joint) ? coordinatedStart(masked, ranges, prev) : undefined;
 }
 
 // Clauses before the claim's that are only more subjects of it ("T-1 and T-2 are resolved", "the email to Ana,
@@ -554,7 +648,7 @@ export function claimsCompletion(text: string): boolean {
 // Verbs that name the same kind of effect, so "the ticket is closed" can be tied to
 // `resolve_ticket` and "the refund was issued" to `refund_order`.
 const SYNONYMS: readonly (readonly string[])[] = [
-  'send deliver email mail notify message dispatch',
+  'send deliver email mail notify message dispatch receive',
   'resolve fix close solve',
   'refund credit reimburse issue',
   'pay charge bill invoice capture',
