@@ -2,21 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/sqlite/index.js';
-import { ev, newOp, openHandle, tempDir } from '../fixtures/sqlite/support.js';
+import { ev, inDir, newOp, openHandle, tempDir } from '../fixtures/sqlite/support.js';
 import { runCli } from './support.js';
 
 const tmp = tempDir('cli-store-path-audit');
 afterAll(tmp.remove);
-
-async function inDir<T>(dir: string, body: () => Promise<T>): Promise<T> {
-  const cwd = process.cwd();
-  process.chdir(dir);
-  try {
-    return await body();
-  } finally {
-    process.chdir(cwd);
-  }
-}
 
 describe('--store values that are not a plain SQLite file path', () => {
   // `readback demo --store runs/` used to create a file named 'runs', `--store file:/tmp/x.db` the directories

@@ -6,6 +6,9 @@ import { createRunner, defineAction, memoryStore, type StepContext } from '../..
 import { withLazySignal } from '../../src/runner/step-context.js';
 import { anyInput } from '../support/any-input.js';
 
+// The step context's own fields, in order, with `signal` in its place.
+const CONTEXT_KEYS = ['runId', 'scope', 'signal', 'operationId', 'idempotencyKey', 'attempt', 'startedAt'];
+
 describe('withLazySignal', () => {
   it('makes signal an own enumerable getter, called only when read, that spreads like a field', () => {
     let built = 0;
@@ -26,15 +29,7 @@ describe('withLazySignal', () => {
       },
     );
     expect(built).toBe(0);
-    expect(Object.keys(ctx)).toEqual([
-      'runId',
-      'scope',
-      'signal',
-      'operationId',
-      'idempotencyKey',
-      'attempt',
-      'startedAt',
-    ]);
+    expect(Object.keys(ctx)).toEqual(CONTEXT_KEYS);
     expect(Object.getOwnPropertyDescriptor(ctx, 'signal')).toMatchObject({ enumerable: true });
     expect(built).toBe(0);
     expect(ctx.signal).toBe(controller.signal);
@@ -85,15 +80,7 @@ describe('the step context the runner passes', () => {
     const runner = createRunner({ store: memoryStore() });
     const c = await runner.run(action, { id: 'a', v: 'x' }, { runId: 'run-1' });
     const ctx = seen.execute!;
-    expect(Object.keys(ctx).slice(0, 7)).toEqual([
-      'runId',
-      'scope',
-      'signal',
-      'operationId',
-      'idempotencyKey',
-      'attempt',
-      'startedAt',
-    ]);
+    expect(Object.keys(ctx).slice(0, 7)).toEqual(CONTEXT_KEYS);
     expect(ctx).toMatchObject({ runId: 'run-1', operationId: c.operationId, attempt: 1 });
     expect(ctx.signal.aborted).toBe(true);
     expect(seen.spreadSignal).toBe(ctx.signal);

@@ -2,21 +2,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/sqlite/index.js';
-import { ev, newOp, openHandle, rejection, tempDir } from '../fixtures/sqlite/support.js';
+import { ev, inDir, newOp, openHandle, rejection, tempDir } from '../fixtures/sqlite/support.js';
 
 const tmp = tempDir('path-audit');
 afterAll(tmp.remove);
-
-// Runs `body` with `dir` as the working directory, since each case below used to create its odd file there.
-async function inDir<T>(dir: string, body: () => Promise<T>): Promise<T> {
-  const cwd = process.cwd();
-  process.chdir(dir);
-  try {
-    return await body();
-  } finally {
-    process.chdir(cwd);
-  }
-}
 
 describe('paths SQLite would open as some other file than the one meant', () => {
   // Each of these used to open: 'file:/tmp/x.db' as the relative directory 'file:' (readback created it),
