@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isAction } from '../contract/define.js';
 import type { AnyAction } from '../contract/types.js';
 import type { ReconcileReport } from '../runner/reconcile.js';
 import { createRunner } from '../runner/runner.js';
+import { startsAtHome } from '../sqlite/driver.js';
 import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
 import { demoActions, isDemoStore } from './demo-state.js';
 import { CommandError, intFlag, printable, stringFlag } from './format.js';
@@ -62,9 +64,17 @@ export type StopHook = (stop: () => void) => () => void;
 const processSignals: StopHook = (stop) => {
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    // A second signal means "now": the operator no longer wants to wait for in-flight reads.
-    if (stopping) process.exit(signal === 'SIGINT' ? 130 : 143);
+    // A second signal means "now": the operator no longer wants to wait for in-flight reads. Their records
+    // stay as last written, under a lease that lapses after --lease-ms, when any reconciler reads them back.
+    if (stopping) {
+      process.stderr.write(
+        `readback: ${signal} again; exiting now, in-flight leases lapse after --lease-ms\n`,
+      );
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
     stopping = true;
+    // Said at once: in-flight reads can take a while, and silence looks like the signal was lost.
+    process.stderr.write(`readback: ${signal}; stopping after in-flight work (send it again to exit now)\n`);
     stop();
   };
   process.on('SIGINT', onSignal);
@@ -80,24 +90,31 @@ const processSignals: StopHook = (stop) => {
  * level deep (`export const actions = { sendEmail, refund }`). The same action exported twice counts once.
  */
 export function collectActions(mod: Record<string, unknown>): AnyAction[] {
-  const found = new Set<AnyAction>();
+  return [...locateActions(mod).keys()];
+}
+
+// Each action a module exports, with where it was first found (`tools.billing[0]`), to name it in errors.
+function locateActions(mod: Record<string, unknown>): Map<AnyAction, string> {
+  const found = new Map<AnyAction, string>();
   const seen = new Set<object>();
   // Actions grouped as a module likes them (`export const tools = { billing: { refund } }`): missing one
   // would let `audit` report a module clean, and `reconcile` leave its operations undriven. Only arrays and
   // plain objects are entered (not a client or a pool exported beside the actions), to a bounded depth.
-  const walk = (value: unknown, depth: number): void => {
+  const walk = (value: unknown, depth: number, where: string): void => {
     if (isAction(value)) {
-      found.add(value as AnyAction);
+      if (!found.has(value as AnyAction)) found.set(value as AnyAction, where);
       return;
     }
     if (typeof value !== 'object' || value === null || seen.has(value) || depth > MAX_EXPORT_DEPTH) return;
     const proto = Object.getPrototypeOf(value);
     if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return;
     seen.add(value);
-    for (const item of Object.values(value)) walk(item, depth + 1);
+    for (const [key, item] of Object.entries(value)) {
+      walk(item, depth + 1, Array.isArray(value) ? `${where}[${key}]` : `${where}.${key}`);
+    }
   };
-  for (const value of Object.values(mod)) walk(value, 1);
-  return [...found];
+  for (const [name, value] of Object.entries(mod)) walk(value, 1, name);
+  return found;
 }
 
 const MAX_EXPORT_DEPTH = 6;
@@ -119,10 +136,35 @@ function failedAt(error: unknown, path: string): string {
   return line === undefined ? '' : ` (at ${path}:${line})`;
 }
 
+// A bare name (`lodash`, `@acme/tools`) is what `import` would resolve as a package; --actions takes a file.
+// A name ending in a script extension (`actions.js`) is a file name, mistyped or missing, not a package.
+const PACKAGE_NAME = /^(?:@[\w.-]+\/)?[\w][\w.-]*(?:\/[\w.-]+)*$/;
+const SCRIPT_FILE = /\.[cm]?[jt]sx?$/i;
+
 /** Imports an actions module by path (relative to the working directory) and collects its actions. */
 export async function loadActions(modulePath: string): Promise<AnyAction[]> {
-  const path = resolve(modulePath);
-  if (!existsSync(path)) throw new UsageError(`actions module not found: ${modulePath}`);
+  return [...(await loadModule(modulePath)).keys()];
+}
+
+// The module's actions with where each is exported; every way of naming a module that cannot work is a
+// usage error naming it, and only a module that fails while loading is an error of the module (exit 1).
+async function loadModule(modulePath: string): Promise<Map<AnyAction, string>> {
+  if (modulePath.trim() === '') throw new UsageError('actions module path is empty; name the module file');
+  const path = modulePathOf(modulePath);
+  if (!existsSync(path)) {
+    const bare =
+      !isAbsolute(modulePath) &&
+      !modulePath.startsWith('.') &&
+      PACKAGE_NAME.test(modulePath) &&
+      !SCRIPT_FILE.test(modulePath);
+    throw new UsageError(
+      `actions module not found: ${modulePath}${
+        bare
+          ? ' (a package name is not looked up: give the path to its module file, e.g. ./node_modules/…)'
+          : ''
+      }`,
+    );
+  }
   if (statSync(path).isDirectory()) {
     throw new UsageError(`actions module ${modulePath} is a directory; name the module file (index.js, say)`);
   }
@@ -130,17 +172,50 @@ export async function loadActions(modulePath: string): Promise<AnyAction[]> {
   try {
     mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (error) {
+    // Node loads JavaScript only (TypeScript needs a loader such as `node --import tsx`): the wrong file was named.
+    if ((error as { code?: unknown }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
+      throw new UsageError(
+        `actions module ${modulePath} is not a JavaScript module (${extname(path) || 'no extension'}); name the compiled .js/.mjs file`,
+      );
+    }
     throw new CommandError(
       `could not load actions module ${modulePath}: ${error instanceof Error ? error.message : String(error)}${failedAt(error, path)}`,
     );
   }
-  const actions = collectActions(mod);
-  if (actions.length === 0) {
+  const actions = locateActions(mod);
+  if (actions.size === 0) {
     throw new UsageError(
       `actions module ${modulePath} exports no actions; export the results of defineAction() (directly, or in an array or object)`,
     );
   }
   return actions;
+}
+
+// A path relative to the working directory, a `file:` URL (as `import.meta.url` gives), or `~/…`, which the
+// shell leaves alone in `--actions=~/actions.js`.
+function modulePathOf(spec: string): string {
+  if (/^file:/i.test(spec)) {
+    try {
+      return fileURLToPath(spec);
+    } catch (error) {
+      throw new UsageError(`actions module ${spec} is not a usable file: URL (${(error as Error).message})`);
+    }
+  }
+  return resolve(startsAtHome(spec) ? join(homedir(), spec.slice(1)) : spec);
+}
+
+// The runner finds an operation's action by name: two actions under one name would drive each other's records.
+function checkNames(actions: Map<AnyAction, string>, modulePath: string): void {
+  const byName = new Map<string, string>();
+  for (const [action, where] of actions) {
+    const first = byName.get(action.name);
+    if (first !== undefined) {
+      throw new UsageError(
+        `actions module ${modulePath} exports two different actions named "${action.name}" (${first} and ${where}); give each its own name`,
+      );
+    }
+    byName.set(action.name, where);
+  }
 }
 
 /**
@@ -184,7 +259,14 @@ export async function runReconcile(
   const pgOptions = postgresFlags(flags, storeSpec);
 
   // Without --actions on the demo's own store, the built-in demo actions settle what the demo left pending.
-  const actions = modulePath === undefined ? demoActions(storeSpec) : await loadActions(modulePath);
+  let actions: AnyAction[];
+  if (modulePath === undefined) {
+    actions = demoActions(storeSpec);
+  } else {
+    const located = await loadModule(modulePath);
+    checkNames(located, modulePath);
+    actions = [...located.keys()];
+  }
   const store = await openStore(storeSpec, pgOptions ? { postgres: pgOptions } : {});
   const controller = new AbortController();
   const removeStop = onStop(() => controller.abort());
@@ -220,8 +302,9 @@ export async function runReconcile(
           }),
     });
     if (json) {
-      // leasesLost is in the report only once one is lost; the JSON summary always carries it.
-      io.stdout.write(`${JSON.stringify({ ...report, leasesLost: report.leasesLost ?? 0 }, null, 2)}\n`);
+      // leasesLost is in the report only once one is lost; the JSON summary always carries it. One line, so a
+      // log collector reading a long-running reconciler's stdout keeps the report as one record.
+      io.stdout.write(`${JSON.stringify({ ...report, leasesLost: report.leasesLost ?? 0 })}\n`);
     } else {
       if (tty && progressShown) io.stdout.write('\n');
       const why = controller.signal.aborted ? 'stopped' : 'done';
@@ -250,7 +333,8 @@ export const reconcileCommand: Command = {
     '\n' +
     'Exit code: with --once, 0 when the pass is done and 1 when it counted errors (a store or action failure;\n' +
     'an operation left unknown is an outcome, not an error). Without --once it runs until SIGINT/SIGTERM and\n' +
-    'then exits 0: it retries its errors, and its summary counts them. 2 on a usage mistake.',
+    'then exits 0: it retries its errors, and its summary counts them. A second signal exits at once (130 for\n' +
+    'SIGINT, 143 for SIGTERM); what it was reading stays leased until --lease-ms passes. 2 on a usage mistake.',
   flags: {
     store: {
       type: 'string',
@@ -259,7 +343,7 @@ export const reconcileCommand: Command = {
     actions: {
       type: 'string',
       description:
-        'module exporting the actions (defineAction results, or arrays/objects of them); defaults to the demo actions for the demo store',
+        'path or file: URL of a JavaScript module exporting the actions (defineAction results, or arrays/objects of them), each under its own name; defaults to the demo actions for the demo store',
     },
     once: {
       type: 'boolean',
@@ -271,7 +355,7 @@ export const reconcileCommand: Command = {
       description:
         'lease length in ms, renewed every third of it while an operation is worked (default 60000)',
     },
-    json: { type: 'boolean', description: 'print only the final report as JSON' },
+    json: { type: 'boolean', description: 'print only the final report, as one line of JSON' },
     'lease-clock': {
       type: 'string',
       description:

@@ -1,0 +1,147 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { openStore } from '../../src/cli/store.js';
+import type { Action } from '../../src/contract/types.js';
+import { createRunner } from '../../src/runner/runner.js';
+import { storesByPath } from './stand-ins.js';
+import { runCli } from './support.js';
+
+const stores = storesByPath();
+
+vi.mock('../../src/cli/store.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/cli/store.js')>();
+  return { ...real, openStore: vi.fn(real.openStore) };
+});
+
+const SRC = (file: string) => pathToFileURL(resolve(import.meta.dirname, '../../src', file)).href;
+
+// An accepted-mode action whose provider always reports the note delivered: a reconcile that loads the
+// module settles the seeded operation, one that refuses it leaves the operation pending.
+const action = (name: string, description = 'Deliver a note.') => `defineAction({
+  name: ${JSON.stringify(name)},
+  description: ${JSON.stringify(description)},
+  input: schema({ to: 'string' }),
+  target: (input) => 'note:' + input.to,
+  mode: 'accepted',
+  postcondition: 'The provider reports the note delivered.',
+  execute: (input) => accepted('job-' + input.to),
+  observe: (input) => ({ to: input.to, status: 'delivered' }),
+  terminal: () => 'succeeded',
+  expect: () => ({ status: 'delivered' }),
+  safeToRepeat: true,
+  poll: { initialDelayMs: 1, maxDelayMs: 1, jitter: 0, maxDurationMs: 600000, maxReads: 5 },
+})`;
+
+const HEADER = `import { accepted, defineAction } from ${JSON.stringify(SRC('index.ts'))};
+import { schema } from ${JSON.stringify(SRC('testing/schema.ts'))};
+`;
+const MODULE = `${HEADER}export const deliverNote = ${action('deliver_note')};\n`;
+
+let dir: string;
+let db: string;
+let modulePath: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'readback-reconcile-module-'));
+  db = join(dir, 'ops.db');
+  modulePath = join(dir, 'actions.mjs');
+  writeFileSync(modulePath, MODULE);
+  stores.route();
+});
+
+afterEach(() => {
+  stores.clear();
+  vi.unstubAllEnvs();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Seeds one pending operation of deliver_note into `db`; returns its id. */
+async function seed(): Promise<string> {
+  const mod = (await import(pathToFileURL(modulePath).href)) as { deliverNote: Action };
+  const store = await stores.create(db);
+  const runner = createRunner({ store, actions: [mod.deliverNote] });
+  const c = await runner.run(mod.deliverNote, { to: 'ann' }, { runId: 'seed', wait: false });
+  expect(c.status).toBe('pending');
+  await store.close();
+  await new Promise((r) => setTimeout(r, 20));
+  return c.operationId;
+}
+
+async function status(id: string): Promise<string> {
+  const { stdout } = await runCli(['ops', 'show', id, '--store', db, '--json']);
+  return JSON.parse(stdout).record.status;
+}
+
+const reconcile = (actions: string) => runCli(['reconcile', '--store', db, '--actions', actions, '--once']);
+
+describe('readback reconcile --actions: ways of naming the module', () => {
+  it('takes a file: URL (as import.meta.url gives one), even of a path with spaces', async () => {
+    const spaced = join(dir, 'my actions', 'actions.mjs');
+    mkdirSync(join(dir, 'my actions'));
+    writeFileSync(spaced, MODULE);
+    const id = await seed();
+    const url = pathToFileURL(spaced).href;
+    expect(url).toContain('%20');
+    const r = await reconcile(url);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(await status(id)).toBe('verified');
+  });
+
+  it('expands a leading ~ to the home directory, as --store does (`--actions=~/…` reaches it unexpanded)', async () => {
+    vi.stubEnv('HOME', dir);
+    vi.stubEnv('USERPROFILE', dir);
+    const id = await seed();
+    const r = await runCli(['reconcile', '--store', db, '--actions=~/actions.mjs', '--once']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(await status(id)).toBe('verified');
+  });
+
+  it('refuses an empty path in so many words, not as "a directory"', async () => {
+    const id = await seed();
+    const r = await reconcile('');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('readback: actions module path is empty; name the module file\n');
+    expect(await status(id)).toBe('pending');
+  });
+
+  it('says a package name is not looked up, and what to give instead', async () => {
+    await seed();
+    for (const name of ['my-actions', '@acme/actions', '@acme/actions/billing']) {
+      const r = await reconcile(name);
+      expect(r.code, name).toBe(2);
+      expect(r.stderr).toContain(
+        `actions module not found: ${name} (a package name is not looked up: give the path to its module file`,
+      );
+    }
+    // A path or a file name that names nothing gets no such hint.
+    for (const name of ['./nope.mjs', 'nope.js']) {
+      const missing = await reconcile(name);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain(`actions module not found: ${name}\n`);
+    }
+  });
+});
+
+describe('readback reconcile --actions: a module with two actions of one name', () => {
+  it('is a usage error naming the name and both exports, before the store is touched', async () => {
+    const id = await seed();
+    const twice = join(dir, 'twice.mjs');
+    writeFileSync(
+      twice,
+      `${MODULE}export const tools = { billing: [${action('deliver_note', 'Another note sender.')}] };\n`,
+    );
+    vi.mocked(openStore).mockClear();
+    const r = await reconcile(twice);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      `readback: actions module ${twice} exports two different actions named "deliver_note" (deliverNote and tools.billing[0]); give each its own name\n`,
+    );
+    expect(vi.mocked(openStore)).not.toHaveBeenCalled();
+    expect(await status(id)).toBe('pending');
+  });
+});
