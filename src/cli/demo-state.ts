@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { AnyAction } from '../contract/types.js';
 import { FakeClock } from '../testing/fakes/fake-clock.js';
@@ -13,7 +13,26 @@ function mailFile(storePath: string): string {
 
 /** Saves the demo's mail provider queue next to its store. */
 export function saveDemoState(storePath: string, hd: Helpdesk): void {
-  writeFileSync(mailFile(storePath), `${JSON.stringify(hd.mail.snapshot())}\n`);
+  const file = mailFile(storePath);
+  // Written aside and renamed, so a demo stopped mid-write never leaves a torn queue for reconcile to choke on.
+  const aside = `${file}.${process.pid}.tmp`;
+  writeFileSync(aside, `${JSON.stringify(hd.mail.snapshot())}\n`);
+  renameSync(aside, file);
+}
+
+/**
+ * The mail queue an earlier demo saved beside the store, or undefined when there is none (or it is not one).
+ * A new demo run starts from it, so the emails an earlier run left pending can still be looked up.
+ */
+export function loadDemoState(storePath: string): MailSnapshot | undefined {
+  const file = mailFile(storePath);
+  if (!existsSync(file)) return undefined;
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as MailSnapshot;
+    return saved?.version === 1 && Array.isArray(saved.messages) ? saved : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when `storePath` is a store the demo wrote (its saved state lies beside it), so the CLI can supply its actions. */

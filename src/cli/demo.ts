@@ -1,12 +1,15 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Completion, RunContext, Status } from '../contract/types.js';
 import { type GuardResult, guardAnswer, summarize } from '../messages/index.js';
 import { createRunner, type Runner } from '../runner/runner.js';
 import type { OperationStore } from '../store/types.js';
 import { FakeClock } from '../testing/fakes/fake-clock.js';
+import type { MailSnapshot } from '../testing/fakes/mail.js';
 import { createHelpdesk, type Helpdesk } from '../testing/helpdesk.js';
 import { type Command, UsageError } from './args.js';
-import { saveDemoState } from './demo-state.js';
-import { stringFlag } from './format.js';
+import { loadDemoState, saveDemoState } from './demo-state.js';
+import { CommandError, stringFlag } from './format.js';
 import { DEFAULT_STORE, openStore } from './store.js';
 import { type Column, type Palette, palette, renderTable, type Style, wrap } from './table.js';
 
@@ -179,6 +182,8 @@ export interface DemoOptions {
   clockStart?: number;
   idPrefix?: string;
   runId?: string;
+  /** The mail queue an earlier run left, restored before the script so its pending emails stay findable. */
+  mail?: MailSnapshot;
 }
 
 /**
@@ -189,6 +194,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const hd = createHelpdesk(
     options.clockStart === undefined ? {} : { clock: new FakeClock(options.clockStart) },
   );
+  if (options.mail) hd.mail.restore(options.mail);
   hd.tickets.seed([
     { id: 'T-104', tenant: 'acme' },
     { id: 'T-105', tenant: 'acme', status: 'resolved' },
@@ -379,6 +385,15 @@ export function renderDemo(result: DemoResult, options: { color: boolean; width:
   return `${out.join('\n')}\n`;
 }
 
+// SQLite reports a store under a file (a stray `.readback` file) as "unable to open database file"; name it.
+function blockedParent(storePath: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:\/\/|^~/i.test(storePath)) return undefined;
+  for (let dir = dirname(resolve(storePath)); ; dir = dirname(dir)) {
+    if (existsSync(dir)) return statSync(dir).isDirectory() ? undefined : dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
 /** `readback demo`: runs the scripted agent and prints the table, or one JSON document with `--json`. */
 export const demoCommand: Command = {
   summary: 'run a scripted helpdesk agent through readback and show what it would have claimed',
@@ -395,14 +410,29 @@ export const demoCommand: Command = {
     }
     const storePath = flags['no-store'] === true ? undefined : (stringFlag(flags, 'store') ?? DEFAULT_STORE);
     const stamp = Date.now().toString(36);
+    const blocker = storePath === undefined ? undefined : blockedParent(storePath);
+    if (blocker !== undefined) {
+      throw new CommandError(
+        `cannot record the demo in ${storePath}: ${blocker} is a file, not a directory; move it or pass --store PATH`,
+      );
+    }
     const store = storePath === undefined ? undefined : await openStore(storePath, { create: true });
+    // The provider state beside the store holds every earlier run's emails: a second demo must not erase the
+    // first one's pending email, or `reconcile` could no longer find it and would call it unknown.
+    const mail = storePath === undefined ? undefined : loadDemoState(storePath);
     let result: DemoResult;
     try {
       result = await runDemo(
         store
           ? // Unique ids per run, and a simulated timeline in the recent past, so what the demo left pending
             // is already due when `readback reconcile --once` looks at the store.
-            { store, idPrefix: `op-${stamp}-`, runId: `demo-${stamp}`, clockStart: Date.now() - 10 * 60_000 }
+            {
+              store,
+              idPrefix: `op-${stamp}-`,
+              runId: `demo-${stamp}`,
+              clockStart: Date.now() - 10 * 60_000,
+              ...(mail ? { mail } : {}),
+            }
           : {},
       );
       if (storePath) saveDemoState(storePath, result.helpdesk);

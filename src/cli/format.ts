@@ -61,9 +61,10 @@ export function outputWidth(stdout: { isTTY?: boolean; columns?: number }): numb
   return stdout.isTTY === true && stdout.columns ? Math.max(60, stdout.columns) : 120;
 }
 
-// Control characters (C0, DEL, C1) and the Unicode line separators.
+// Control characters (C0, DEL, C1), the Unicode line separators, and the bidirectional marks, overrides and
+// isolates, which make a terminal show stored text in an order other than its own ("Trojan Source").
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 const NAMED_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /**

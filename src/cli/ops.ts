@@ -143,8 +143,22 @@ async function list(
 
 async function load(store: OperationStore, id: string): Promise<OperationRecord> {
   const record = await store.get(id);
-  if (!record) throw new CommandError(`no operation ${id}`);
+  if (!record) throw new CommandError(await unknownId(store, id));
   return record;
+}
+
+// Ids are matched exactly: a prefix that happens to be unique today could name another operation tomorrow, and
+// resolve must never settle a guess. So a prefix is answered with the ids it could mean, to copy, looked for among
+// the first PREFIX_SCAN_LIMIT records only: a typo must not load a store of millions of records into memory.
+const PREFIX_SCAN_LIMIT = 5_000;
+async function unknownId(store: OperationStore, id: string): Promise<string> {
+  const scanned = id === '' ? [] : await store.list({ limit: PREFIX_SCAN_LIMIT });
+  const near = scanned.map((r) => r.id).filter((other) => other.startsWith(id));
+  near.sort();
+  if (near.length === 0) return `no operation ${printable(id)}`;
+  const shown = near.slice(0, 5).map(printable).join(', ');
+  const more = near.length > 5 ? ` and ${near.length - 5} more` : '';
+  return `no operation ${printable(id)} (ids are matched in full; ids starting with it: ${shown}${more})`;
 }
 
 function fieldLines(fields: [string, string][]): string[] {
@@ -279,7 +293,15 @@ async function resolveOp(
   io: CliIO,
 ): Promise<number> {
   const { status, note, by } = resolveArgs(flags);
-  await load(store, id!);
+  const record = await load(store, id!);
+  // A reconciler reading it back right now may settle it any moment with evidence; the store's compare-and-set
+  // would let only one of the two settle, so refuse rather than race it, and say when to try again.
+  if (record.leaseOwner && record.leaseExpiresAt !== null && record.leaseExpiresAt > Date.now()) {
+    throw new CommandError(
+      `operation ${printable(id!)} is being read back by ${printable(record.leaseOwner)} (lease until ${isoTime(record.leaseExpiresAt)}); ` +
+        "wait for it to settle or the lease to expire, then check 'readback ops show'; nothing was changed",
+    );
+  }
   let completion: Awaited<ReturnType<typeof resolveByOperator>>;
   try {
     completion = await resolveByOperator(store, id!, { status, note, by }, Date.now());
@@ -288,7 +310,7 @@ async function resolveOp(
       throw new CommandError(`${error.message}; nothing was changed`);
     }
     if (error instanceof ReadbackError && error.code === 'unknown_operation') {
-      throw new CommandError(`no operation ${id}`);
+      throw new CommandError(`no operation ${printable(id!)}`);
     }
     throw error;
   }

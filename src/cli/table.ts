@@ -63,8 +63,9 @@ export function wrap(text: string, width: number): string[] {
       if (line !== '') lines.push(line);
       line = '';
       while (textWidth(rest) > size) {
-        lines.push([...rest].slice(0, size).join(''));
-        rest = [...rest].slice(size).join('');
+        const head = fitting(rest, size);
+        lines.push(head);
+        rest = rest.slice(head.length);
       }
       line = rest;
     }
@@ -73,8 +74,38 @@ export function wrap(text: string, width: number): string[] {
   return lines;
 }
 
-function textWidth(text: string): number {
-  return [...text].length;
+// Terminals give East Asian wide and fullwidth characters and most emoji two columns, and combining marks and
+// zero-width joiners none; counting code points let a Chinese target push every border to the right.
+const WIDE =
+  /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f680}-\u{1f6ff}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+const COMBINING = /^[\p{Mn}\p{Me}]$/u;
+
+function charWidth(char: string): number {
+  const code = char.codePointAt(0) ?? 0;
+  // Zero-width space and joiners, and the text/emoji variation selectors.
+  if ((code >= 0x200b && code <= 0x200d) || code === 0xfe0e || code === 0xfe0f || COMBINING.test(char))
+    return 0;
+  return WIDE.test(char) ? 2 : 1;
+}
+
+/** The columns a terminal gives `text`: wide characters count two, combining marks none. */
+export function textWidth(text: string): number {
+  let width = 0;
+  for (const char of text) width += charWidth(char);
+  return width;
+}
+
+// The longest start of `text` that fits `width` columns; at least one character, so wrapping always advances.
+function fitting(text: string, width: number): string {
+  let used = 0;
+  let end = 0;
+  for (const char of text) {
+    const w = charWidth(char);
+    if (used + w > width && end > 0) break;
+    used += w;
+    end += char.length;
+  }
+  return text.slice(0, end);
 }
 
 function segmentsOf(cell: Cell): Segment[] {
@@ -136,7 +167,7 @@ function cellLines(cell: Cell, size: number, maxLines: number): { text: string; 
   const kept = lines.slice(0, maxLines);
   const last = kept[maxLines - 1]!;
   // Mark the cut, so a reader knows the cell continues rather than ends mid-thought.
-  last.text = `${[...last.text].slice(0, size - 1).join('')}…`;
+  last.text = `${fitting(last.text, size - 1)}…`;
   return kept;
 }
 
