@@ -1,4 +1,6 @@
-import { statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { readIncident } from '../review/adapters.js';
 import { type ReviewResult, review } from '../review/analyze.js';
 import { buildFixture } from '../review/fixture.js';
@@ -56,6 +58,9 @@ async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Inci
 
 function fromFile(path: string, flags: ParsedArgs['flags']): Incident {
   const runId = stringFlag(flags, 'run');
+  // '-' is stdin by convention; reading it as a file named '-' would say "trace not found: -".
+  if (path === '-')
+    throw new UsageError("review reads a trace file, not stdin ('-'): save the trace to a file and name it");
   const read = readIncident(readUtf8(path, 'trace', { tornTail: true }), path);
   if (!read.ok) {
     const shown = read.issues.slice(0, 20).map((i) => `  ${describeIssue(i)}`);
@@ -140,6 +145,29 @@ function sameFile(a: string, b: string): boolean {
   }
 }
 
+// A fixture is committed and loaded by tests, so it is whole or absent: written beside its destination and
+// renamed over it (an existing file is replaced in one step), never truncated by a full disk or a kill.
+function writeFixture(out: string, text: string): void {
+  const temp = join(dirname(out), `.${basename(out)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    writeFileSync(temp, text, { flag: 'wx' });
+    renameSync(temp, out);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    const code = (error as { code?: unknown }).code;
+    // The temporary file's name in the system's message would only confuse: say what is wrong with `out`.
+    const reason =
+      code === 'ENOENT' || code === 'ENOTDIR'
+        ? `directory ${dirname(out)} does not exist`
+        : code === 'EISDIR'
+          ? 'it is a directory'
+          : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+            ? `no permission to write in ${dirname(out)}`
+            : (error as Error).message;
+    throw new CommandError(`could not write fixture ${out}: ${reason}`);
+  }
+}
+
 async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
   const { flags, positionals } = args;
   const spec = stringFlag(flags, 'store');
@@ -158,11 +186,7 @@ async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
   const incident = redactIncident(spec !== undefined ? await fromStore(spec, flags) : fromFile(path!, flags));
   const result: ReviewResult = review(incident);
   if (fixtureOut !== undefined) {
-    try {
-      writeFileSync(fixtureOut, `${JSON.stringify(buildFixture(incident, result), null, 2)}\n`);
-    } catch (error) {
-      throw new CommandError(`could not write fixture ${fixtureOut}: ${(error as Error).message}`);
-    }
+    writeFixture(fixtureOut, `${JSON.stringify(buildFixture(incident, result), null, 2)}\n`);
   }
   io.stdout.write(flags.json === true ? reviewJson(result) : renderReview(result));
   if (fixtureOut !== undefined && flags.json !== true)

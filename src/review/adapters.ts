@@ -4,7 +4,7 @@
  * means adding one entry to `TRACE_ADAPTERS`; the analysis never changes.
  */
 import { incidentFromFixture, readFixture } from './fixture.js';
-import type { ReadOutcome } from './issues.js';
+import type { InputIssue, ReadOutcome } from './issues.js';
 import type { Incident } from './model.js';
 import { parsePlainTrace } from './plain.js';
 import { parseReadbackTrace } from './readback-trace.js';
@@ -91,6 +91,22 @@ function sampleOf(text: string): InputSample & SampleOrigin {
   return sample;
 }
 
+// A fixture is one JSON document over many lines: cut short or mis-edited, its first line is not a JSONL record
+// either, and "line 1" would point away from the fault. Name the line where the document's parse stopped.
+function brokenFixture(text: string): InputIssue | undefined {
+  if (!/^\s*\{/.test(text) || !text.includes('"readbackReviewFixture"')) return undefined;
+  try {
+    JSON.parse(text);
+    return undefined;
+  } catch (error) {
+    const message = (error as Error).message;
+    const position = /at position (\d+)/.exec(message);
+    const end = position !== null ? Number(position[1]) : text.trimEnd().length;
+    const line = text.slice(0, end).split('\n').length;
+    return { line, message: `is not valid JSON (${message}): a fixture cut short or edited by hand` };
+  }
+}
+
 /** Reads an input with the first adapter that recognizes it; unrecognized input is an issue, not a throw. */
 export function readIncident(
   text: string,
@@ -108,6 +124,8 @@ export function readIncident(
     return { ok: false, issues: [{ message: `the input is empty; ${expected}` }] };
   }
   if (sample.document === undefined && sample.firstRecord === undefined) {
+    const broken = brokenFixture(body);
+    if (broken !== undefined) return { ok: false, issues: [broken] };
     return {
       ok: false,
       issues: [{ line: sample.firstLine, message: `is not valid JSON (${sample.firstError}); ${expected}` }],

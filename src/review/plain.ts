@@ -112,9 +112,12 @@ function readRecord(r: LineReader, incident: Incident, calls: Map<string, Incide
   if (typeof kind !== 'string' || !(PLAIN_KINDS as readonly string[]).includes(kind)) {
     r.fail(
       'kind',
-      kind === undefined
-        ? `is required (one of ${PLAIN_KINDS.join(', ')})`
-        : `must be one of ${PLAIN_KINDS.join(', ')}, got ${JSON.stringify(kind)}`,
+      kind === undefined && typeof r.rec.type === 'string'
+        ? // A readback event among plain records (two writers sharing a file): say so, not just "kind".
+          `is required: this is a readback trace event (type ${JSON.stringify(r.rec.type)}), and one file cannot mix the two formats`
+        : kind === undefined
+          ? `is required (one of ${PLAIN_KINDS.join(', ')})`
+          : `must be one of ${PLAIN_KINDS.join(', ')}, got ${JSON.stringify(kind)}`,
     );
     return;
   }

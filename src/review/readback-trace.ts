@@ -195,7 +195,10 @@ export function parseReadbackTrace(text: string, source: string): ReadOutcome<In
       issues.push({
         line,
         field: 'type',
-        message: 'each line must be a trace event object with a string "type"',
+        message:
+          isRecord(e) && typeof e.kind === 'string'
+            ? `is required: this is a plain review record (kind ${JSON.stringify(e.kind)}), and one file cannot mix the two formats`
+            : 'each line must be a trace event object with a string "type"',
       });
       return;
     }
