@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/sqlite/index.js';
 import { type Lifecycle, OPEN_LIFECYCLES, type OperationStore } from '../../src/store/types.js';
 import { createHelpdesk } from '../../src/testing/helpdesk.js';
-import { runCli } from './support.js';
+import { resolveArgv, runCli } from './support.js';
 
 let dir: string;
 let db: string;
@@ -56,19 +56,7 @@ describe('ops resolve, adversarially', () => {
     });
     for (const l of all) {
       const before = JSON.parse((await runCli(['ops', 'show', `op-${l}`, '--store', db, '--json'])).stdout);
-      const r = await runCli([
-        'ops',
-        'resolve',
-        `op-${l}`,
-        '--store',
-        db,
-        '--status',
-        'failed',
-        '--note',
-        'n',
-        '--by',
-        'm',
-      ]);
+      const r = await runCli(resolveArgv(`op-${l}`, db));
       const after = JSON.parse((await runCli(['ops', 'show', `op-${l}`, '--store', db, '--json'])).stdout);
       if (l === 'settled') {
         expect(r.code).toBe(1);

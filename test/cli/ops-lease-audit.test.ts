@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/sqlite/index.js';
 import type { OperationStore } from '../../src/store/types.js';
-import { runCli } from './support.js';
+import { resolveArgv, runCli } from './support.js';
 
 let dir: string;
 let db: string;
@@ -103,19 +103,7 @@ describe('ops show and resolve with a partial id', () => {
     expect(show.stderr).toBe(
       'readback: no operation op- (ids are matched in full; ids starting with it: op-1)\n',
     );
-    const r = await runCli([
-      'ops',
-      'resolve',
-      'op',
-      '--store',
-      db,
-      '--status',
-      'failed',
-      '--note',
-      'n',
-      '--by',
-      'm',
-    ]);
+    const r = await runCli(resolveArgv('op', db));
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('ids starting with it: op-1');
     expect((await store.get('op-1'))?.lifecycle).toBe('accepted');

@@ -27,6 +27,27 @@ function columnsOf(out: string): number[] {
     .map(textWidth);
 }
 
+/** Writes one requested operation with this target into the SQLite store at `path`. */
+async function storeOne(path: string, id: string, action: string, target: string): Promise<void> {
+  const store = await sqliteStore({ path });
+  await store.reserve(
+    {
+      id,
+      action,
+      target,
+      scope: {},
+      fingerprint: 'f',
+      idempotencyKey: 'k',
+      runId: 'r',
+      actor: null,
+      input: {},
+      requestedAt: 1,
+    },
+    { type: 'reserved', at: 1, from: null, to: 'requested', status: null, actor: null, attempt: 0 },
+  );
+  await store.close();
+}
+
 describe('tables with wide characters', () => {
   it('counts CJK and emoji as two columns, so borders stay aligned', () => {
     const out = renderTable(
@@ -45,23 +66,7 @@ describe('tables with wide characters', () => {
 
   // A model-chosen target in Chinese pushed the right border of every wrapped line past the terminal's edge.
   it('ops list on a narrow terminal keeps every line within its width', async () => {
-    const store = await sqliteStore({ path: db });
-    await store.reserve(
-      {
-        id: 'op-wide',
-        action: 'send_email',
-        target: `email:${'用户'.repeat(25)}@例子.com`,
-        scope: {},
-        fingerprint: 'f',
-        idempotencyKey: 'k',
-        runId: 'r',
-        actor: null,
-        input: {},
-        requestedAt: 1,
-      },
-      { type: 'reserved', at: 1, from: null, to: 'requested', status: null, actor: null, attempt: 0 },
-    );
-    await store.close();
+    await storeOne(db, 'op-wide', 'send_email', `email:${'用户'.repeat(25)}@例子.com`);
     for (const tty of [60, 100]) {
       const r = await runCli(['ops', 'list', '--store', db], { tty });
       expect(r.code).toBe(0);
@@ -78,23 +83,7 @@ describe('stored text that reorders the terminal', () => {
   // A target with U+202E (right-to-left override) reached the terminal raw and displayed reversed text, so
   // `ticket:T-104\u202e901-T` could pass for another ticket in `ops list`.
   it('escapes bidirectional overrides and isolates in list cells', async () => {
-    const store = await sqliteStore({ path: db });
-    await store.reserve(
-      {
-        id: 'op-bidi',
-        action: 'update_ticket',
-        target: 'ticket:T-104\u202e901-T\u2066x\u2069',
-        scope: {},
-        fingerprint: 'f',
-        idempotencyKey: 'k',
-        runId: 'r',
-        actor: null,
-        input: {},
-        requestedAt: 1,
-      },
-      { type: 'reserved', at: 1, from: null, to: 'requested', status: null, actor: null, attempt: 0 },
-    );
-    await store.close();
+    await storeOne(db, 'op-bidi', 'update_ticket', 'ticket:T-104\u202e901-T\u2066x\u2069');
     for (const args of [['list'], ['show', 'op-bidi']]) {
       const r = await runCli(['ops', ...args, '--store', db]);
       expect(r.code).toBe(0);

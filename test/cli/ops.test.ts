@@ -8,7 +8,7 @@ import { createRunner } from '../../src/runner/runner.js';
 import { openDatabaseFile } from '../../src/sqlite/driver.js';
 import { createHelpdesk } from '../../src/testing/helpdesk.js';
 import { HAS_SQLITE, storesByPath } from './stand-ins.js';
-import { runCli } from './support.js';
+import { resolveArgv, runCli } from './support.js';
 
 // The SQLite store is built in parallel; until it exists, stand-ins take its place (see stand-ins.ts).
 let closes = 0;
@@ -295,19 +295,7 @@ describe('readback ops resolve', () => {
   });
 
   it('reports an unknown id with exit 1', async () => {
-    const { code, stderr } = await runCli([
-      'ops',
-      'resolve',
-      'op-nope',
-      '--store',
-      db,
-      '--status',
-      'failed',
-      '--note',
-      'n',
-      '--by',
-      'b',
-    ]);
+    const { code, stderr } = await runCli(resolveArgv('op-nope', db, 'failed', 'n', 'b'));
     expect(code).toBe(1);
     expect(stderr).toBe('readback: no operation op-nope\n');
   });

@@ -37,3 +37,8 @@ export function widest(text: string): number {
       .map((line) => [...line].length),
   );
 }
+
+/** The argv of `readback ops resolve <id> --store <store> --status <status> --note <note> --by <by>`. */
+export function resolveArgv(id: string, store: string, status = 'failed', note = 'n', by = 'm'): string[] {
+  return ['ops', 'resolve', id, '--store', store, '--status', status, '--note', note, '--by', by];
+}
