@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, expect } from 'vitest';
 import type { Completion, Runner } from '../../src/index.js';
 import { type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
@@ -56,4 +57,18 @@ export function completionOf(result: object): Completion {
   const { structuredContent } = result as { structuredContent?: unknown };
   expect(structuredContent).toBeDefined();
   return structuredContent as Completion;
+}
+
+/** The `send_email` arguments the task tests send. */
+export const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
+
+/** Calls `send_email` as a task with the SDK's client task API; resolves once the task is created. */
+export async function startEmailTask(client: Client) {
+  const stream = client.experimental.tasks.callToolStream(
+    { name: 'send_email', arguments: email, task: { ttl: 60_000 } },
+    CallToolResultSchema,
+  );
+  const created = (await stream.next()).value;
+  if (created?.type !== 'taskCreated') throw new Error(`expected taskCreated, got ${created?.type}`);
+  return { stream, taskId: created.task.taskId, created: created.task };
 }

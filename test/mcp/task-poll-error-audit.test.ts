@@ -8,9 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { createRunner } from '../../src/index.js';
 import { registerActions } from '../../src/mcp/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
-import { closeAfterEach, link } from './support.js';
+import { closeAfterEach, link, startEmailTask } from './support.js';
 
-const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
 const track = closeAfterEach();
 
 describe('readback/mcp tasks: a poll that throws after the action was accepted (audit)', () => {
@@ -36,17 +35,12 @@ describe('readback/mcp tasks: a poll that throws after the action was accepted (
         await linked.close();
       },
     });
-    const stream = client.experimental.tasks.callToolStream(
-      { name: 'send_email', arguments: email, task: { ttl: 60_000 } },
-      CallToolResultSchema,
-    );
-    const created = (await stream.next()).value;
-    if (created?.type !== 'taskCreated') throw new Error(`expected taskCreated, got ${created?.type}`);
+    const { stream, created } = await startEmailTask(client);
     for await (const _ of stream) {
       // drain
     }
-    expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('failed');
-    const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect((await client.experimental.tasks.getTask(created.taskId)).status).toBe('failed');
+    const result = await client.experimental.tasks.getTaskResult(created.taskId, CallToolResultSchema);
     expect(result.isError).toBe(true);
     // The operation really was accepted: the store holds it, and the client is told its id.
     const [record] = await runner.store.list({});

@@ -8,9 +8,8 @@ import { createRunner } from '../../src/index.js';
 import { type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
 import type { Runner } from '../../src/runner/runner.js';
 import { createHelpdesk } from '../../src/testing/index.js';
-import { closeAfterEach, link } from './support.js';
+import { closeAfterEach, email, link, startEmailTask } from './support.js';
 
-const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
 const taskCapabilities = { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
 const track = closeAfterEach();
 
@@ -66,16 +65,11 @@ describe('readback/mcp tasks at run time (audit)', () => {
         ...inner,
         run: () => Promise.reject(undefined),
       }));
-      const stream = client.experimental.tasks.callToolStream(
-        { name: 'send_email', arguments: email, task: { ttl: 60_000 } },
-        CallToolResultSchema,
-      );
-      const created = (await stream.next()).value;
-      if (created?.type !== 'taskCreated') throw new Error(`expected taskCreated, got ${created?.type}`);
+      const { stream, created } = await startEmailTask(client);
       for await (const _ of stream) {
         // drain
       }
-      const task = await client.experimental.tasks.getTask(created.task.taskId);
+      const task = await client.experimental.tasks.getTask(created.taskId);
       expect(task.status).toBe('failed');
     },
   );
@@ -92,13 +86,8 @@ describe('readback/mcp tasks at run time (audit)', () => {
         return hd.clock.sleep(ms, signal);
       },
     }));
-    const stream = client.experimental.tasks.callToolStream(
-      { name: 'send_email', arguments: email, task: { ttl: 60_000 } },
-      CallToolResultSchema,
-    );
-    const created = (await stream.next()).value;
-    if (created?.type !== 'taskCreated') throw new Error(`expected taskCreated, got ${created?.type}`);
-    const taskId = created.task.taskId;
+    const { stream, created } = await startEmailTask(client);
+    const taskId = created.taskId;
     for (
       let i = 0;
       i < 50 &&

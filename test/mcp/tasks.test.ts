@@ -9,7 +9,7 @@ import { createRunner, ReadbackError } from '../../src/index.js';
 import { completionText, type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
 import { claimsCompletion } from '../../src/messages/words.js';
 import { createHelpdesk, type FakeClock } from '../../src/testing/index.js';
-import { closeAfterEach, completionOf, link, textOf } from './support.js';
+import { closeAfterEach, completionOf, email, link, startEmailTask, textOf } from './support.js';
 
 /**
  * The runner's clock, with a gate: while closed, every sleep (the waits between readback's polls) is held,
@@ -46,7 +46,6 @@ function gatedClock(base: FakeClock) {
   };
 }
 
-const email = { to: 'ana@example.com', subject: 'Your proposal', body: 'Attached.' };
 const taskCapabilities = { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
 
 const track = closeAfterEach();
@@ -77,17 +76,6 @@ async function drain(stream: AsyncGenerator<ResponseMessage<CallToolResult>>) {
   const messages: ResponseMessage<CallToolResult>[] = [];
   for await (const message of stream) messages.push(message);
   return messages;
-}
-
-/** Calls `send_email` as a task with the SDK's client task API; resolves once the task is created. */
-async function startEmailTask(client: Client) {
-  const stream = client.experimental.tasks.callToolStream(
-    { name: 'send_email', arguments: email, task: { ttl: 60_000 } },
-    CallToolResultSchema,
-  );
-  const created = (await stream.next()).value;
-  if (created?.type !== 'taskCreated') throw new Error(`expected taskCreated, got ${created?.type}`);
-  return { stream, taskId: created.task.taskId, created: created.task };
 }
 
 describe('readback/mcp accepted-mode actions as MCP tasks (SDK client task API, in memory)', () => {
