@@ -298,16 +298,28 @@ export abstract class FollowUp extends RecordWriter {
   protected stepContext = (signal?: () => AbortSignal): StepContext => {
     const r = this.record;
     const startedAt = new Date(r.executedAt ?? r.requestedAt);
-    const ctx: StepContext = {
-      runId: r.runId,
-      scope: r.scope,
-      signal: this.run.signal,
-      operationId: r.id,
-      idempotencyKey: r.idempotencyKey,
-      attempt: r.attempt,
-      startedAt,
-    };
-    if (signal !== undefined) withLazySignal(ctx, signal);
+    const ctx: StepContext =
+      signal === undefined
+        ? {
+            runId: r.runId,
+            scope: r.scope,
+            signal: this.run.signal,
+            operationId: r.id,
+            idempotencyKey: r.idempotencyKey,
+            attempt: r.attempt,
+            startedAt,
+          }
+        : withLazySignal(
+            {
+              runId: r.runId,
+              scope: r.scope,
+              operationId: r.id,
+              idempotencyKey: r.idempotencyKey,
+              attempt: r.attempt,
+              startedAt,
+            },
+            signal,
+          );
     if (r.actor) ctx.actor = r.actor;
     if (this.action.before) ctx.before = this.baseline !== undefined ? this.baseline : r.baseline;
     return ctx;

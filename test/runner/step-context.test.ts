@@ -17,7 +17,6 @@ describe('withLazySignal', () => {
       {
         runId: 'r',
         scope: {},
-        signal: undefined as unknown as AbortSignal,
         operationId: 'op',
         idempotencyKey: 'k',
         attempt: 1,
