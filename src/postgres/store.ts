@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
+  boundJson,
   type EventRow,
   eventFromRow,
   type JsonTexts,
-  newRecordTexts,
   type OperationRow,
   patchAssignments,
   recordFromRow,
@@ -39,7 +39,6 @@ import {
 } from '../store/types.js';
 import { RESERVE_KEY, writeBatcher } from './batch.js';
 import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
-import { InFlightJson } from './in-flight-json.js';
 import { type ReconnectPolicy, withReconnect } from './retry.js';
 import { transitionShapes } from './shapes.js';
 import {
@@ -311,7 +310,8 @@ export function createPostgresStore({
     // No row: the compare-and-set did not match (missing, wrong lifecycle, settled, lease or attempt moved on).
     // A write found after a lost connection answers with the record only while it is still the latest
     // change; otherwise null, and the caller re-reads as it does for any compare-and-set it lost.
-    const bound = json === undefined ? undefined : new InFlightJson(json);
+    // The returned record's patched JSON fields are the values their texts were encoded from (no decode).
+    const bound = json === undefined ? undefined : boundJson(json);
     const refine = (error: unknown): never => {
       const texts: [string, unknown][] = (json ?? []).map(([field, text]) => [`patch.${field}`, text]);
       texts.push(['event.detail', params.at(-2)]);
@@ -324,13 +324,12 @@ export function createPostgresStore({
         values: params,
         id,
         writeId: params.at(-1) as string,
-        apply: ([updated]) => (updated === undefined ? null : recordFromRow(updated, bound?.get())),
-        found: (write) => (write.seq === write.event_seq ? recordFromRow(write, bound?.get()) : null),
+        apply: ([updated]) => (updated === undefined ? null : recordFromRow(updated, bound)),
+        found: (write) => (write.seq === write.event_seq ? recordFromRow(write, bound) : null),
       },
       first,
       refine,
     );
-    bound?.soon();
     return written;
   };
 
@@ -353,6 +352,7 @@ export function createPostgresStore({
   return {
     reserve(op: NewOperation, event: NewEvent) {
       let values: unknown[];
+      let record: OperationRecord;
       try {
         open('reserve');
         requireString(op.id, 'op.id');
@@ -360,7 +360,9 @@ export function createPostgresStore({
         requireTime(op.requestedAt, 'op.requestedAt');
         requireEvent(event, true);
         requireStorableOperation(op, true);
-        values = recordParams(newRecord(op));
+        record = newRecord(op);
+        // Takes over `record`: its JSON fields become what their texts hold, for the record returned.
+        values = recordParams(record);
         for (const i of RESERVE_TIME_PARAMS) {
           const value = values[i];
           if (typeof value === 'number' && !Number.isInteger(value)) values[i] = wholeMs(value);
@@ -371,8 +373,7 @@ export function createPostgresStore({
         return Promise.reject(error);
       }
       // Our own seq-1 event means the record is ours; otherwise ON CONFLICT found someone else's key.
-      const bound = new InFlightJson(newRecordTexts(values));
-      const created = (row: OperationRow) => ({ record: recordFromRow(row, bound.get()), created: true });
+      const created = (row: OperationRow) => ({ record: recordFromRow(row, record), created: true });
       const write: Write<Reservation> = {
         text: sql.reserve,
         values,
@@ -408,7 +409,6 @@ export function createPostgresStore({
         }
         throw error;
       });
-      bound.soon();
       return written;
     },
 

@@ -1,9 +1,9 @@
 import type { Completion, Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { jsonColumn } from '../store/json-copy.js';
 import { requireStorableText } from '../store/records.js';
 import type { Lifecycle, NewEvent, OperationEvent, OperationRecord, RecordPatch } from '../store/types.js';
 import type { SqliteValue } from './driver.js';
-import { OPERATION_COLUMN_NAMES } from './sql.js';
 
 /** A row of `readback_operations` as the driver returns it. */
 export interface OperationRow {
@@ -88,12 +88,6 @@ export const PATCH_COLUMNS: Readonly<Record<keyof RecordPatch | 'requestedAt', C
   leaseExpiresAt: { column: 'lease_expires_at' },
 };
 
-/** Encodes a JSON column: SQL NULL for null or undefined, JSON text otherwise. */
-export function toJson(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  return JSON.stringify(value) ?? null;
-}
-
 function fromJson(text: string | null): unknown {
   return text === null ? null : JSON.parse(text);
 }
@@ -111,19 +105,19 @@ function numOrNull(value: number | bigint | null): number | null {
 export type JsonField = 'scope' | 'input' | 'providerRef' | 'baseline' | 'completion';
 
 /**
- * JSON fields decoded from the very text a write bound, for the record that write returns: a read of the row
- * gives the same values (SQLite keeps the text; Postgres jsonb keeps the values, though it may order an
- * object's keys differently), so its own columns need no second decode. Undefined fields come from the row.
+ * The JSON fields a write bound, as their texts hold them (see `jsonColumn`), for the record that write returns:
+ * a read of the row gives the same values (SQLite keeps the text; Postgres jsonb keeps the values, though it may
+ * order an object's keys differently), so its own columns need no decode. Undefined fields come from the row.
  */
 export type BoundJson = Partial<Pick<OperationRecord, JsonField>>;
 
-/** The JSON texts a write binds, by record field (SQL NULL as null). */
-export type JsonTexts = [JsonField, string | null][];
+/** The JSON a write binds, by record field: its text (SQL NULL as null) and the value that text holds. */
+export type JsonTexts = [field: JsonField, text: string | null, value: unknown][];
 
-/** Decodes bound JSON texts: fresh objects, shared with nobody, as a read of the row would give. */
-export function decodeBound(texts: JsonTexts): BoundJson {
+/** The bound JSON fields by name: fresh values, shared with nobody, as a read of the row would give. */
+export function boundJson(texts: JsonTexts): BoundJson {
   const bound: BoundJson = {};
-  for (const [field, text] of texts) (bound as Record<JsonField, unknown>)[field] = fromJson(text);
+  for (const [field, , value] of texts) (bound as Record<JsonField, unknown>)[field] = value;
   return bound;
 }
 
@@ -164,41 +158,32 @@ export function recordFromRow(row: OperationRow, bound?: BoundJson): OperationRe
 }
 
 /**
- * The record a row made from `recordParams(record)` holds, built without reading it back: its JSON
- * fields are decoded from the very text bound, so the result shares no object with the caller's and
- * keeps exactly what JSON kept, as a read of the row would. Takes over `record`.
+ * The INSERT parameters for a new record, in `INSERT_OPERATION`'s column order. Takes over `r`: its JSON fields
+ * become what their texts hold (see `jsonColumn`), so it is the record the row stores, sharing no object with
+ * the caller's, as a read of the row would give (a missing scope is stored as `{}`).
  */
-export function storedRecord(record: OperationRecord, params: readonly SqliteValue[]): OperationRecord {
-  record.scope = fromJson(params[SCOPE_PARAM] as string) as Record<string, string>;
-  record.input = fromJson(params[INPUT_PARAM] as string | null);
-  // A new record's other JSON fields are null, and null needs no copy.
-  return record;
-}
-
-/** The JSON texts `recordParams` binds for a new record (its other JSON fields are null). */
-export function newRecordTexts(params: readonly unknown[]): JsonTexts {
-  return [
-    ['scope', params[SCOPE_PARAM] as string],
-    ['input', params[INPUT_PARAM] as string | null],
-  ];
-}
-
-const SCOPE_PARAM = OPERATION_COLUMN_NAMES.indexOf('scope');
-const INPUT_PARAM = OPERATION_COLUMN_NAMES.indexOf('input');
-
-/** The INSERT parameters for a new record, in `INSERT_OPERATION`'s column order. */
 export function recordParams(r: OperationRecord): SqliteValue[] {
+  const scope = jsonColumn(r.scope);
+  const input = jsonColumn(r.input);
+  const providerRef = jsonColumn(r.providerRef);
+  const baseline = jsonColumn(r.baseline);
+  const completion = jsonColumn(r.completion);
+  r.scope = (scope.text === null ? {} : scope.value) as Record<string, string>;
+  r.input = input.value;
+  r.providerRef = providerRef.value;
+  r.baseline = baseline.value;
+  r.completion = completion.value as Completion | null;
   return [
     r.id,
     r.schemaVersion,
     r.action,
     r.target,
-    toJson(r.scope) ?? '{}',
+    scope.text ?? '{}',
     r.fingerprint,
     r.idempotencyKey,
     r.runId,
     r.actor,
-    toJson(r.input),
+    input.text,
     r.attempt,
     r.lifecycle,
     r.status,
@@ -210,9 +195,9 @@ export function recordParams(r: OperationRecord): SqliteValue[] {
     r.lastObservedAt,
     r.nextPollAt,
     r.reads,
-    toJson(r.providerRef),
-    toJson(r.baseline),
-    toJson(r.completion),
+    providerRef.text,
+    baseline.text,
+    completion.text,
     r.leaseOwner,
     r.leaseToken,
     r.leaseExpiresAt,
@@ -242,10 +227,10 @@ export function patchAssignments(
     }
     columns.push(spec.column);
     if (spec.json) {
-      const text = toJson(value);
-      values.push(text);
+      const column = jsonColumn(value);
+      values.push(column.text);
       json ??= [];
-      json.push([field as JsonField, text]);
+      json.push([field as JsonField, column.text, column.value]);
     } else {
       if (typeof value === 'string') requireStorableText(value, `patch.${field}`, nul);
       values.push(value as SqliteValue);

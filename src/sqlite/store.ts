@@ -24,7 +24,7 @@ import {
 } from '../store/types.js';
 import type { SqliteLike, SqliteStatement, SqliteValue } from './driver.js';
 import {
-  decodeBound,
+  boundJson,
   type EventRow,
   eventFromRow,
   eventParams,
@@ -32,7 +32,6 @@ import {
   patchAssignments,
   recordFromRow,
   recordParams,
-  storedRecord,
 } from './rows.js';
 import { rollbackQuietly } from './schema.js';
 import {
@@ -321,10 +320,10 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           return { record: recordFromRow(existing), created: false };
         }
         appendEvent(record, event, null, 'requested');
-        // Answer with what the row holds, rebuilt from the values just bound rather than read back
-        // (materializing a 27-column row costs more than the INSERT): a copy by construction, whose
-        // JSON fields show exactly what JSON kept, never the caller's own objects.
-        return { record: storedRecord(record, params), created: true };
+        // Answer with what the row holds, the record the values were bound from rather than a read back
+        // (materializing a 27-column row costs more than the INSERT): `recordParams` made its JSON fields what
+        // their texts hold, never the caller's own objects.
+        return { record, created: true };
       }, solo);
     },
 
@@ -334,9 +333,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       requireKnownLifecycle(patch);
       const { columns, values, json } = patchAssignments(patch, 'updatedAt');
       const updatedAt = patch.updatedAt ?? event.at;
-      // The returned record's patched JSON fields come from the texts just encoded, while they are still in
-      // the cache: decoding the row's copy after the statement (and its fsync) costs several times more.
-      const bound = json === undefined ? undefined : decodeBound(json);
+      // The returned record's patched JSON fields are the values their texts were encoded from: decoding the
+      // row's copy after the statement (and its fsync) would cost several times more.
+      const bound = json === undefined ? undefined : boundJson(json);
 
       // A spread record can carry identity fields at run time although the type forbids them; only
       // then does the transition need the stored identity before its UPDATE.

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { clonePlain } from '../canonical.js';
 import { ReadbackError } from '../errors.js';
+import { jsonCopy, setOwnField } from './json-copy.js';
 import {
   IDENTITY_FIELDS,
   newRecord,
@@ -115,7 +116,7 @@ export function memoryStore(): OperationStore {
       for (const key of Object.keys(patch)) {
         const value = (patch as Record<string, unknown>)[key];
         if (value !== undefined)
-          setField(changed, key, JSON_FIELDS.has(key) ? (jsonCopy(value) ?? null) : clonePlain(value));
+          setOwnField(changed, key, JSON_FIELDS.has(key) ? (jsonCopy(value) ?? null) : clonePlain(value));
       }
       const next = changed as unknown as OperationRecord;
       next.id = current.id;
@@ -241,64 +242,13 @@ function copyRecord(r: OperationRecord): OperationRecord {
   const copy = { ...r } as Record<string, unknown>;
   for (const key of Object.keys(copy)) {
     const value = copy[key];
-    if (value !== null && typeof value === 'object') setField(copy, key, clonePlain(value));
+    if (value !== null && typeof value === 'object') setOwnField(copy, key, clonePlain(value));
   }
   return copy as unknown as OperationRecord;
 }
 
 // The record fields the durable stores keep in JSON columns.
 const JSON_FIELDS = new Set(['scope', 'input', 'providerRef', 'baseline', 'completion']);
-
-/**
- * What a JSON column keeps of `value`, as `JSON.parse(JSON.stringify(value))` gives it but in one pass: a
- * Date becomes its ISO text, NaN and the infinities null, -0 is 0, undefined fields are dropped (undefined
- * items become null). The durable stores can keep nothing else, and an action's execute and observe are
- * handed what the store kept, so the reference store keeps the same: tests on it then see what production
- * on SQLite or Postgres sees. Undefined when JSON would write nothing (undefined, a function, a symbol).
- */
-function jsonCopy(value: unknown, key: string | number = ''): unknown {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return value;
-    case 'number':
-      // `value === 0` holds for -0 too, which JSON writes as 0.
-      return Number.isFinite(value) ? (value === 0 ? 0 : value) : null;
-    case 'bigint':
-      // What JSON.stringify does, and so what SQLite and Postgres do with it.
-      throw new TypeError('Do not know how to serialize a BigInt');
-    case 'object': {
-      if (value === null) return null;
-      const toJson = (value as { toJSON?: unknown }).toJSON;
-      if (typeof toJson === 'function') return jsonCopy(toJson.call(value, String(key)), key);
-      if (value instanceof Number || value instanceof String || value instanceof Boolean) {
-        return jsonCopy(value.valueOf(), key);
-      }
-      if (Array.isArray(value)) {
-        const out: unknown[] = new Array(value.length);
-        for (let i = 0; i < value.length; i++) out[i] = jsonCopy(value[i], i) ?? null;
-        return out;
-      }
-      const out: Record<string, unknown> = {};
-      for (const field of Object.keys(value)) {
-        const item = jsonCopy((value as Record<string, unknown>)[field], field);
-        if (item !== undefined) setField(out, field, item);
-      }
-      return out;
-    }
-    default:
-      return undefined;
-  }
-}
-
-// Plain assignment to "__proto__" would set the prototype instead of the field.
-function setField(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') {
-    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  } else {
-    target[key] = value;
-  }
-}
 
 function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
