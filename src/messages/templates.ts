@@ -23,7 +23,22 @@ const QUOTES = /[`“”"]/g;
 /** How many characters of one value (a reason, a postcondition, an identifier) a message shows. */
 export const MAX_VALUE_LENGTH = 300;
 
+// Any character `clean` changes or `code`/`quote` replace, and space at either end: one scan tells the usual
+// identifier or sentence, which needs none of it, from the rare value that needs the full treatment.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const NEEDS_CLEANING =
+  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff`“”"]|^\s|\s$/;
+
+/** The value as text fit to show inside a code span or quotes: already clean, nothing to replace. */
+function plainPart(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length <= MAX_VALUE_LENGTH && !NEEDS_CLEANING.test(value)
+    ? value
+    : undefined;
+}
+
 function clean(value: unknown): string {
+  if (typeof value === 'string' && value.length <= MAX_VALUE_LENGTH && !NEEDS_CLEANING.test(value))
+    return value;
   // Line breaks and control characters would split a message into sentences it never meant.
   const text = (typeof value === 'string' ? value : String(value ?? ''))
     .replace(CONTROL, ' ')
@@ -41,12 +56,14 @@ function count(value: unknown): string {
 }
 
 function code(value: unknown, fallback = 'unnamed'): string {
+  const plain = plainPart(value);
+  if (plain !== undefined && plain !== '') return `\`${plain}\``;
   const text = clean(value).replace(QUOTES, "'");
   return `\`${text === '' ? fallback : text}\``;
 }
 
 function quote(value: unknown): string {
-  return `“${clean(value).replace(QUOTES, "'")}”`;
+  return `“${plainPart(value) ?? clean(value).replace(QUOTES, "'")}”`;
 }
 
 function listOf(value: unknown): readonly unknown[] {
