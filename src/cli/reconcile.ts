@@ -3,6 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { MAX_TIMER_MS } from '../clock.js';
 import { isAction } from '../contract/define.js';
 import type { AnyAction } from '../contract/types.js';
 import type { ReconcileReport } from '../runner/reconcile.js';
@@ -15,6 +16,34 @@ import { DEFAULT_STORE, openStore, type PostgresOpenOptions } from './store.js';
 
 /** The Postgres store options `reconcile` takes as flags (see `PostgresStoreOptions`). */
 type PostgresFlags = PostgresOpenOptions;
+
+/**
+ * The shortest `--lease-ms`: a lease is renewed every third of it, and a renewal is a store round trip, so a
+ * lease much shorter lapses between renewals, and another reconciler takes over work still being read. It
+ * also catches seconds given as milliseconds (`--lease-ms 60`).
+ */
+export const MIN_LEASE_MS = 250;
+
+/**
+ * A duration flag in milliseconds, from `min` to the longest delay Node's timers keep (about 24.8 days; a
+ * longer one fires at once). A value that is no whole number gets `intFlag`'s words; the range is checked here.
+ */
+export function msFlag(
+  flags: Record<string, string | boolean | undefined>,
+  name: string,
+  min: number,
+): number | undefined {
+  const raw = stringFlag(flags, name);
+  if (raw !== undefined && /^\d+$/.test(raw.trim())) {
+    const ms = Number(raw);
+    if (ms < min || ms > MAX_TIMER_MS) {
+      throw new UsageError(
+        `option '--${name}' needs a whole number of milliseconds from ${min} to ${MAX_TIMER_MS}; got '${raw}'`,
+      );
+    }
+  }
+  return intFlag(flags, name, Math.min(min, 1));
+}
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 const POSTGRES_FLAGS = ['lease-clock', 'reconnect-retries', 'reconnect-base-ms', 'reconnect-max-ms'] as const;
@@ -38,8 +67,9 @@ export function postgresFlags(
     options.leaseClock = clock;
   }
   const retries = intFlag(flags, 'reconnect-retries', 0);
-  const baseMs = intFlag(flags, 'reconnect-base-ms', 0);
-  const maxMs = intFlag(flags, 'reconnect-max-ms', 0);
+  // Backoff steps are timer delays: one past Node's limit would fire at once and retry in a tight loop.
+  const baseMs = msFlag(flags, 'reconnect-base-ms', 0);
+  const maxMs = msFlag(flags, 'reconnect-max-ms', 0);
   if (retries === 0) {
     // 0 retries is "fail at once"; backoff steps that would never be used are then a mistake worth naming.
     if (baseMs !== undefined || maxMs !== undefined) {
@@ -178,17 +208,29 @@ async function loadModule(modulePath: string): Promise<Map<AnyAction, string>> {
         `actions module ${modulePath} is not a JavaScript module (${extname(path) || 'no extension'}); name the compiled .js/.mjs file`,
       );
     }
-    throw new CommandError(
-      `could not load actions module ${modulePath}: ${error instanceof Error ? error.message : String(error)}${failedAt(error, path)}`,
-    );
+    throw loadFailed(modulePath, error, path);
   }
-  const actions = locateActions(mod);
+  let actions: Map<AnyAction, string>;
+  try {
+    actions = locateActions(mod);
+  } catch (error) {
+    // An export read through a getter or a Proxy runs the module's own code, which can throw: that is the
+    // module failing to load as much as a top-level throw is, not a readback bug worth a stack.
+    throw loadFailed(modulePath, error, path);
+  }
   if (actions.size === 0) {
     throw new UsageError(
       `actions module ${modulePath} exports no actions; export the results of defineAction() (directly, or in an array or object)`,
     );
   }
   return actions;
+}
+
+// One line naming the module, the error and where it was thrown; a message with line breaks (or terminal escapes)
+// is escaped, so the line cannot be taken for several. There is no stack: the location is what a user needs.
+function loadFailed(modulePath: string, error: unknown, path: string): CommandError {
+  const message = printable(error instanceof Error ? error.message : String(error));
+  return new CommandError(`could not load actions module ${modulePath}: ${message}${failedAt(error, path)}`);
 }
 
 // A path relative to the working directory, a `file:` URL (as `import.meta.url` gives), or `~/…`, which the
@@ -253,7 +295,7 @@ export async function runReconcile(
     throw new UsageError("'readback reconcile' needs --actions <module>");
   }
   const concurrency = intFlag(flags, 'concurrency');
-  const leaseMs = intFlag(flags, 'lease-ms');
+  const leaseMs = msFlag(flags, 'lease-ms', MIN_LEASE_MS);
   const once = flags.once === true;
   const json = flags.json === true;
   const pgOptions = postgresFlags(flags, storeSpec);
@@ -352,8 +394,7 @@ export const reconcileCommand: Command = {
     concurrency: { type: 'string', description: 'operations driven in parallel per round (default 8)' },
     'lease-ms': {
       type: 'string',
-      description:
-        'lease length in ms, renewed every third of it while an operation is worked (default 60000)',
+      description: `lease length in ms, renewed every third of it while an operation is worked (default 60000; ${MIN_LEASE_MS} to ${MAX_TIMER_MS})`,
     },
     json: { type: 'boolean', description: 'print only the final report, as one line of JSON' },
     'lease-clock': {
@@ -368,12 +409,11 @@ export const reconcileCommand: Command = {
     },
     'reconnect-base-ms': {
       type: 'string',
-      description:
-        'postgres:// only: first backoff step in ms, doubled per retry with full jitter (default 100)',
+      description: `postgres:// only: first backoff step in ms, doubled per retry with full jitter (default 100; at most ${MAX_TIMER_MS})`,
     },
     'reconnect-max-ms': {
       type: 'string',
-      description: 'postgres:// only: largest backoff step in ms (default 5000)',
+      description: `postgres:// only: largest backoff step in ms (default 5000; at most ${MAX_TIMER_MS})`,
     },
   },
   run: (args, io) => runReconcile(args, io),

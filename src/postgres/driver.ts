@@ -11,7 +11,8 @@ export interface PgResult<Row = Record<string, unknown>> {
  * The connection surface readback uses, typed structurally so that a `pg.Pool`, a `pg.Client` (and a
  * pooled `PoolClient`) all fit without readback importing pg's types. Every write readback makes is a
  * single statement (CTEs carry the event insert), so it needs no `connect()` and never holds a
- * connection across round trips: each statement is atomic in its own implicit transaction.
+ * connection across round trips: each statement is atomic in its own implicit transaction. The migration at
+ * open is one query text of several statements (see `migrationSql`), run as one implicit transaction.
  */
 export interface PgQueryable {
   query(text: string, values?: unknown[]): Promise<PgResult>;

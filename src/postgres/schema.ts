@@ -105,12 +105,23 @@ export function requireSchemaName(schema: unknown): asserts schema is string {
   }
 }
 
+// Where the migration keeps the connection's statement timeout while it runs without one.
+const SAVED_TIMEOUT = 'readback.statement_timeout';
+
 /**
- * Builds the migration as one DO block, so it is one statement and so one transaction on any
- * queryable (a pool hands each query to whichever connection is free). It first takes a
- * transaction-scoped advisory lock keyed on the schema name: processes starting at once queue
- * there, and each re-reads the version after the lock, so the later ones find nothing left to do.
- * A failing step rolls the whole block back, leaving the previous schema intact.
+ * Builds the migration as one query text of three statements, which pg sends as one simple query, so they run
+ * on one connection in one (implicit) transaction on any queryable (a pool hands each query to whichever
+ * connection is free); the last is a DO block. It first takes a transaction-scoped advisory lock keyed on the schema name: processes starting at once
+ * queue there, and each re-reads the version after the lock, so the later ones find nothing left to do.
+ * A failing step rolls the whole transaction back, leaving the previous schema intact.
+ *
+ * The statement timeout of the connection (30 s on pools readback opens) is lifted for the migration: an index
+ * build on a large table may outlast it, and so may the wait of a second process for the first's migration.
+ * The server arms that timeout when a statement starts, so it is turned off by a statement before the DO block;
+ * `SET LOCAL` ends with the transaction, and every later statement on the connection has it again. What the
+ * timeout used to bound besides (a step waiting for a table lock that another session holds, which queues
+ * every store statement on that table behind it) stays bounded: unless the session sets its own
+ * `lock_timeout`, each lock wait after the advisory lock gets the statement timeout as its limit.
  */
 export function migrationSql(schema: string): string {
   const t = tablesIn(schema);
@@ -125,10 +136,17 @@ export function migrationSql(schema: string): string {
         VALUES (${step.version}, ${literal(step.name)}, (extract(epoch from clock_timestamp()) * 1000)::bigint);
     END IF;`,
   ).join('');
-  return `DO $readback_migrate$
+  // The first statement keeps the connection's statement timeout for the DO block (a custom setting, local
+  // to the transaction), which takes it as its lock timeout once it holds the advisory lock.
+  return `SELECT set_config('${SAVED_TIMEOUT}', current_setting('statement_timeout'), true);
+  SET LOCAL statement_timeout = 0;
+  DO $readback_migrate$
   DECLARE current integer;
   BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(${literal(`readback.migrate:${schema}`)}, 0));
+    IF current_setting('lock_timeout') = '0' THEN
+      PERFORM set_config('lock_timeout', current_setting('${SAVED_TIMEOUT}'), true);
+    END IF;
     CREATE SCHEMA IF NOT EXISTS ${t.schema};
     CREATE TABLE IF NOT EXISTS ${t.migrations} (
       version integer PRIMARY KEY,

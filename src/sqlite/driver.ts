@@ -30,6 +30,8 @@ export interface SqliteLike {
   readonly open?: boolean;
   /** node:sqlite's name for the same (Node 22.15+). */
   readonly isOpen?: boolean;
+  /** better-sqlite3's "opened with `{ readonly: true }`"; node:sqlite has no such property. */
+  readonly readonly?: boolean;
 }
 
 /**

@@ -100,6 +100,10 @@ export function prepareDatabase(
   db: SqliteLike,
   options: { durability: Durability; busyTimeoutMs: number; field: string; what: string },
 ): void {
+  // Said before any statement: the store writes a record before every execute, so a read-only handle would
+  // open fine and fail the first run, mid-flight, with SQLite's bare "attempt to write a readonly database".
+  if (db.readonly === true) throw notWritable('is open read-only ({ readonly: true })', options);
+
   // Waiting for a lock is set first so every later step, including the read probe, honours it.
   db.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
 
@@ -118,12 +122,57 @@ export function prepareDatabase(
     throw new ReadbackError('invalid_options', `${options.what} ${reason}`, options.field);
   }
   refuseNewer(version, options);
+  // A current schema needs no write at open, so a handle that cannot say whether it writes (node:sqlite) is
+  // tried with one; a migration is that try for an older schema. Not a better-sqlite3 handle opened for
+  // writing: on a file this user may only read SQLite opens it read-only, which suits the CLI's read-only
+  // commands (`readback ops list`) and must keep working.
+  if (version === SQLITE_SCHEMA_VERSION && typeof db.readonly !== 'boolean') probeWrite(db, options);
 
-  // WAL lets readers run beside the single writer; FULL syncs the log at every commit.
-  enableWal(db, options.busyTimeoutMs);
-  db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  try {
+    // WAL lets readers run beside the single writer; FULL syncs the log at every commit.
+    enableWal(db, options.busyTimeoutMs);
+    db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+    if (version < SQLITE_SCHEMA_VERSION) migrate(db, options);
+  } catch (error) {
+    if (isReadOnly(error))
+      throw notWritable(`cannot be written through this connection (${messageOf(error)})`, options);
+    throw error;
+  }
+}
 
-  if (version < SQLITE_SCHEMA_VERSION) migrate(db, options);
+// For a handle without a read-only flag: a write that matches no row, rolled back, is refused with
+// SQLITE_READONLY before SQLite tries any lock, and changes nothing in the file. Another connection's write
+// lock makes it fail with SQLITE_BUSY instead, which a read-only handle never reaches, so the probe does not
+// wait for one (busy_timeout 0 for its span).
+function probeWrite(db: SqliteLike, options: { busyTimeoutMs: number; field: string; what: string }): void {
+  db.exec('PRAGMA busy_timeout = 0');
+  try {
+    db.exec('BEGIN');
+    try {
+      db.prepare(PROBE_WRITE).run();
+    } finally {
+      // Only once BEGIN succeeded: the transaction rolled back is the probe's own.
+      rollbackQuietly(db);
+    }
+  } catch (error) {
+    if (isReadOnly(error))
+      throw notWritable(`cannot be written through this connection (${messageOf(error)})`, options);
+    if (!isBusy(error)) throw error;
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
+  }
+}
+
+const PROBE_WRITE = 'DELETE FROM readback_migrations WHERE 0';
+
+function notWritable(why: string, where: { field: string; what: string }): ReadbackError {
+  return new ReadbackError(
+    'invalid_options',
+    `${where.what} ${why}; the store writes each run's record before executing it, so it needs ${
+      where.field === 'database' ? 'a writable handle' : 'a file this process can write'
+    }`,
+    where.field,
+  );
 }
 
 // Switching a fresh file to WAL needs it to itself, and SQLite answers "database is locked" at once,
@@ -145,12 +194,13 @@ function enableWal(db: SqliteLike, busyTimeoutMs: number): void {
 
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
-// better-sqlite3 sets code SQLITE_BUSY; node:sqlite reports errcode 5 (SQLITE_BUSY).
+// better-sqlite3 sets code SQLITE_BUSY (or an extended SQLITE_BUSY_*); node:sqlite reports errcode 5 in the
+// low byte.
 function isBusy(error: unknown): boolean {
   const e = error as { code?: unknown; errcode?: unknown; message?: unknown } | null;
   return (
-    e?.code === 'SQLITE_BUSY' ||
-    e?.errcode === 5 ||
+    (typeof e?.code === 'string' && e.code.startsWith('SQLITE_BUSY')) ||
+    (typeof e?.errcode === 'number' && (e.errcode & 0xff) === 5) ||
     (typeof e?.message === 'string' && e.message.includes('database is locked'))
   );
 }
