@@ -107,6 +107,11 @@ export interface Completion {
   errorCode?: string;
   reason?: string;
   nextAllowedAction: NextAllowedAction;
+  /**
+   * When the runner's own schedule next reads this open operation back (ISO 8601), set only when the next
+   * action is `poll`: a `poll` of accepted work before then is answered from the record without a read.
+   */
+  pollAfter?: string;
   safeToRepeat: RepeatSafety;
   message: string;
   /** Set on shadow observations only: for operators, never proof for users (the agent got the tool's result). */

@@ -2,7 +2,7 @@ import { toRecordable } from '../canonical.js';
 import type { Completion, RunContext } from '../contract/types.js';
 import { isStoreMisuse } from '../store/records.js';
 import { judgeBaseline } from './baseline.js';
-import { type FollowMode, FollowUp } from './follow.js';
+import { type FollowMode, FollowUp, parkedDue } from './follow.js';
 import { isAccepted, isRejected } from './markers.js';
 import { describeError, readBaseline } from './readback.js';
 import { runUnrecorded } from './shadow.js';
@@ -103,6 +103,11 @@ export class Drive extends FollowUp {
         return this.resolveInDoubt();
       case 'accepted':
       case 'running':
+        // A waiting caller first waits for the due time the work was parked with (`pollAfter`). Only a waiting
+        // caller: a reconciler (`once`, under a lease its last write gives back) reads and parks as always.
+        return follow === 'wait'
+          ? this.followAccepted('wait', parkedDue(this.record))
+          : this.followAccepted('once');
       case 'timed_out':
         return this.followAccepted(follow === 'none' ? 'once' : follow);
       default:

@@ -2,7 +2,7 @@
 // ambiguous attempt, and following accepted work within its poll budget. `Drive` adds how an operation starts
 // and executes; `execute` is what a proven absence may run again.
 import type { Completion, StepContext } from '../contract/types.js';
-import type { Lifecycle } from '../store/types.js';
+import type { Lifecycle, OperationRecord } from '../store/types.js';
 import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
 import type { Outcome } from './outcome.js';
@@ -28,6 +28,18 @@ export const LAST_READ_MS = 1_000;
 
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
 export type FollowMode = 'wait' | 'once' | 'none';
+
+/**
+ * When parked accepted work is next due: its `nextPollAt`, for an accepted or running record whose stored
+ * completion is the `pending` one parked with that due time (it carries `pollAfter`); undefined otherwise (a
+ * record left mid-drive by a crash, say, whose `nextPollAt` is a reconciler's deadline, not a poll schedule).
+ */
+export function parkedDue(record: OperationRecord): number | undefined {
+  if (record.lifecycle !== 'accepted' && record.lifecycle !== 'running') return undefined;
+  const c = record.completion;
+  if (record.nextPollAt === null || c?.status !== 'pending' || c.pollAfter === undefined) return undefined;
+  return record.nextPollAt;
+}
 
 /** Reads back and decides; the subclass executes. */
 export abstract class FollowUp extends RecordWriter {
@@ -141,7 +153,11 @@ export abstract class FollowUp extends RecordWriter {
     });
   }
 
-  protected async followAccepted(follow: FollowMode): Promise<Completion> {
+  /**
+   * Follows accepted work. `dueAt` is the due time the record was parked with (see `parkedDue`): a waiting
+   * drive resumed on parked work waits until then before its first read, not a whole new backoff step.
+   */
+  protected async followAccepted(follow: FollowMode, dueAt?: number): Promise<Completion> {
     const { action, env } = this;
     if (follow === 'none') return this.parkPending();
     const end = this.budgetEnd();
@@ -149,18 +165,27 @@ export abstract class FollowUp extends RecordWriter {
     // budget's end) the read still happens once: a late terminal state settles the operation honestly instead
     // of being ignored. That one read gets the full step deadline, so a slow verifier can still settle it.
     const spentBefore = this.budgetSpent();
+    // Until this drive reads, an abort changes nothing: the caller gets the parked completion as stored, and
+    // the schedule stays as it was rather than being pushed back by a caller who stopped waiting.
+    let parked = dueAt !== undefined ? this.record.completion : null;
+    const stop = () => (parked ? Promise.resolve(parked) : this.parkPending());
     for (;;) {
       // Wait before each read while budget remains, never past the budget's end.
       if (follow === 'wait' && !this.budgetSpent()) {
-        const delay = Math.min(end - env.clock.now(), pollDelay(action.poll, this.record.reads, env.random));
+        const step =
+          parked && dueAt !== undefined
+            ? dueAt - env.clock.now()
+            : pollDelay(action.poll, this.record.reads, env.random);
+        const delay = Math.min(end - env.clock.now(), step);
         try {
           await env.clock.sleep(Math.max(0, delay), this.run.signal);
         } catch {
-          return this.parkPending();
+          return stop();
         }
       }
       // An aborted caller reads nothing more: a read it no longer waits for would still spend the budget.
-      if (this.run.signal.aborted) return this.parkPending();
+      if (this.run.signal.aborted) return stop();
+      parked = null;
       // A read that starts within the budget ends by its end (or LAST_READ_MS after the read starts).
       const ms = spentBefore ? action.verifyTimeoutMs : this.deadlineBy(end);
       const reading = await this.read('poll', ms);

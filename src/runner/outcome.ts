@@ -59,6 +59,8 @@ export interface Outcome {
   reason?: string;
   /** Overrides the derived next action (e.g. `ask_user` once the retry budget is spent). */
   next?: NextAllowedAction;
+  /** When the record is next due (its `nextPollAt`); shown as `pollAfter` when the next action is `poll`. */
+  pollAfter?: number;
 }
 
 const REPAIRABLE = new Set(['invalid_input', 'invalid_target', 'readback_mismatch', 'idempotency_conflict']);
@@ -124,6 +126,10 @@ export function toCompletion(outcome: Outcome, action: AnyAction): Completion {
   if (outcome.errorCode) draft.errorCode = outcome.errorCode;
   if (outcome.reason) draft.reason = redactReason(outcome.reason);
   draft.nextAllowedAction = nextAllowedAction(outcome, action);
+  // A due time only helps a caller told to poll: one told to ask the user must not read it as "try later".
+  if (outcome.pollAfter !== undefined && draft.nextAllowedAction === 'poll') {
+    draft.pollAfter = isoTime(outcome.pollAfter);
+  }
   draft.safeToRepeat = safeToRepeat(outcome, action);
   const completion = draft as Completion;
   const formed = formMessage(draft, action.messages);

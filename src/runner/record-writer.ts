@@ -125,6 +125,9 @@ export class RecordWriter {
   }
 
   private writeOutcome(outcome: Outcome, to: Lifecycle, nextPollAt: number | null): Promise<Completion> {
+    // The completion stored with an open record says when it is due (`pollAfter`), so a caller can pace its
+    // polls by it and an early poll can be answered from the record (see `parkedDue`).
+    if (nextPollAt !== null) outcome.pollAfter = nextPollAt;
     const completion = this.form(outcome);
     const patch: RecordPatch = { lifecycle: to, status: outcome.status, completion, nextPollAt };
     if (this.leaseToken) {

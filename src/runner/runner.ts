@@ -10,6 +10,7 @@ import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
 import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf, pick } from './call-checks.js';
 import { Drive } from './drive.js';
+import { parkedDue } from './follow.js';
 import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './options.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { describeError } from './readback.js';
@@ -69,7 +70,10 @@ export interface RunOptions extends RunContext {
 /** Options for `runner.poll`. */
 export interface PollOptions {
   signal?: AbortSignal;
-  /** Wait within the remaining poll budget instead of reading once. */
+  /**
+   * Wait within the remaining poll budget instead of reading once; parked work is first waited for until it
+   * is due (`pollAfter`). Without it, a poll of parked work not yet due returns its pending completion unread.
+   */
   wait?: boolean;
   actor?: string;
 }
@@ -86,7 +90,10 @@ export interface Runner {
    * gates, deduplicates, repeats or waits on the call; accepted work is left `pending` for the reconciler.
    */
   shadow<I, O>(action: Action<I, O>, input: unknown, ctx: RunOptions): Promise<ShadowResult>;
-  /** Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded. */
+  /**
+   * Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded,
+   * and parked accepted work polled before its `pollAfter` returns as stored, without a read (see PollOptions).
+   */
   poll(operationId: string, options?: PollOptions): Promise<Completion>;
   /** Records a reviewer's approval of an operation awaiting it; the next run or poll executes it once. */
   approve(operationId: string, decision: ReviewDecision): Promise<Completion>;
@@ -371,6 +378,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     if (!action) {
       throw new ReadbackError('unknown_action', `no registered action is named "${record.action}"`, 'action');
     }
+    // Parked accepted work is not due yet: a caller polling faster than the schedule gets the stored pending
+    // completion (its `pollAfter` says when to come back) and spends no read, so an eager loop cannot use up
+    // `poll.maxReads` before the provider had time to finish. A waiting caller waits for the due time instead.
+    const due = opts.wait ? undefined : parkedDue(record);
+    if (due !== undefined && due > clock.now() && record.completion) return record.completion;
     const drive = new Drive(env, action, record, {
       signal: opts.signal,
       actor: opts.actor,

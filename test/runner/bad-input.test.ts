@@ -236,9 +236,10 @@ describe('terminal() returning garbage in accepted mode', () => {
   });
 
   it('a wrong string while not waiting: pending, with the problem in the reason', async () => {
-    const { action, runner } = acceptedHarness(() => 'done');
+    const { action, runner, clock } = acceptedHarness(() => 'done');
     const first = await runner.run(action, {}, { ...ctx, wait: false });
     expect(first.status).toBe('pending');
+    clock.advance(Date.parse(first.pollAfter ?? '') - clock.now());
     const c = await runner.poll(first.operationId);
     expect(c.status).toBe('pending');
     expect(c.reason).toMatch(/terminal\(\) returned done/);

@@ -47,7 +47,8 @@ describe('abort while polling accepted work', () => {
     const record = await s.store.get(c.operationId);
     expect(record).toMatchObject({ lifecycle: 'accepted', reads: 0 });
 
-    // The budget is whole: a later poll still polls, and the job is not given up on by aborted calls.
+    // The budget is whole: a later poll (once due) still polls, and the job is not given up on by aborted calls.
+    s.clock.advance((record?.nextPollAt ?? 0) - s.clock.now());
     const later = await s.runner.poll(c.operationId);
     expect(later.status).toBe('pending');
     expect(s.reads).toHaveLength(1);

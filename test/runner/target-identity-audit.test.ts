@@ -297,7 +297,8 @@ for (const [name, open] of Object.entries(backends)) {
 
       // A new process: a runner on a second handle of the same store.
       const second = createRunner({ store: b, clock, random: () => 0.5, actions: [j.action] });
-      const c = await second.poll(polled.operationId);
+      // Waits for the due time the record was parked with, then reads.
+      const c = await second.poll(polled.operationId, { wait: true });
       expect(c).toMatchObject({
         status: 'unknown',
         errorCode: 'wrong_target',
