@@ -10,6 +10,7 @@ import {
   isErrorStatus,
   liveResponse,
   notRunText,
+  pollAfterOf,
   rawText,
 } from '../integrations/text.js';
 import type { ShadowResult } from '../runner/shadow.js';
@@ -97,6 +98,8 @@ function modelView(c: Completion) {
     ...(c.errorCode ? { errorCode: c.errorCode } : {}),
     ...(c.units ? { units: c.units } : {}),
     nextAllowedAction: c.nextAllowedAction,
+    // When pending work may be polled again; polling earlier returns the same pending completion.
+    ...(pollAfterOf(c) !== undefined ? { pollAfter: c.pollAfter } : {}),
     safeToRepeat: c.safeToRepeat,
   };
 }

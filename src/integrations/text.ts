@@ -11,7 +11,10 @@ export function isErrorStatus(status: Status): boolean {
   return status === 'failed' || status === 'unknown';
 }
 
-/** The text a model is shown for a completion: its status in words, the allowed message and the operation. */
+/**
+ * The text a model is shown for a completion: its status in words, the allowed message, for pending work when
+ * to poll again (`pollAfter`), and the operation.
+ */
 export function completionText(completion: Completion): string {
   // A shadow completion is an operator observation: say so first, so no reader takes it as proof.
   const head = completion.shadow
@@ -19,7 +22,24 @@ export function completionText(completion: Completion): string {
     : [`status: ${completion.status}`];
   if (completion.errorCode) head.push(`errorCode: ${completion.errorCode}`);
   if (completion.nextAllowedAction !== 'none') head.push(`next: ${completion.nextAllowedAction}`);
-  return `[${head.join(', ')}] ${completion.message} (operation ${completion.operationId})`;
+  // The `(operation …)` suffix stays last: the OpenAI Agents guardrail finds a run's operations by it.
+  return `[${head.join(', ')}] ${completion.message}${pollAgainClause(completion)} (operation ${completion.operationId})`;
+}
+
+// ` (poll again after <time>)` for pending work parked until a due time: a poll before then reads nothing.
+function pollAgainClause(completion: Completion): string {
+  const after = pollAfterOf(completion);
+  return after === undefined ? '' : ` (poll again after ${after})`;
+}
+
+/** The completion's `pollAfter` when a model should pace its polls by it: pending work told to poll. */
+export function pollAfterOf(completion: Completion): string | undefined {
+  // Not an in-doubt `unknown`: it carries `pollAfter` too, but a poll of it reads at once, so waiting only delays.
+  return completion.status === 'pending' &&
+    completion.nextAllowedAction === 'poll' &&
+    typeof completion.pollAfter === 'string'
+    ? completion.pollAfter
+    : undefined;
 }
 
 /** True for a value shaped like a readback Completion. */

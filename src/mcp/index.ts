@@ -104,6 +104,7 @@ export const completionSchema = z.looseObject({
   errorCode: z.string().optional(),
   reason: z.string().optional(),
   nextAllowedAction: z.enum(['none', 'poll', 'repair', 'ask_user', 'retry']),
+  pollAfter: z.string().optional(),
   safeToRepeat: z.union([z.boolean(), z.literal('unknown')]),
   message: z.string(),
 });

@@ -20,7 +20,11 @@ export interface McpTaskOptions {
    * resolves by polling the task. `required`: only task-augmented calls are accepted.
    */
   support?: 'optional' | 'required';
-  /** Poll interval suggested to clients, in ms; default 1000. */
+  /**
+   * Poll interval suggested to clients for `tasks/get`, in ms; default 1000. Fixed per task: SDK 1.x sets a
+   * task's `pollInterval` only when the task is created, before readback knows when the work is due.
+   * Readback's own background polls do not use it: they follow the runner's schedule (`pollAfter`).
+   */
   pollIntervalMs?: number;
   /** How long a finished task's result is kept, in ms, when the client asks for none; default one hour. */
   ttlMs?: number;
@@ -155,7 +159,9 @@ async function settle(
     let completion = await runner.run(spec.action, args, { ...ctx, wait: false });
     last = completion;
     if (spec.wait && completion.status === 'pending' && completion.nextAllowedAction === 'poll') {
-      await store.updateTaskStatus(taskId, 'working', spec.text(completion));
+      await store.updateTaskStatus(taskId, 'working', spec.text(withoutPollAfter(completion)));
+      // One waiting poll: it sleeps until the work is due (`pollAfter`) and then follows the runner's backoff,
+      // so the store is read only on that schedule, never on the client's `tasks/get` pace.
       completion = await runner.poll(completion.operationId, {
         wait: true,
         ...(ctx.actor ? { actor: ctx.actor } : {}),
@@ -184,4 +190,13 @@ async function settle(
   } catch {
     // The task was cancelled or expired meanwhile; the operation itself stays in the runner's store.
   }
+}
+
+// A working task's status message is the pending completion without its due time: readback, not the client,
+// polls the operation, the client paces `tasks/get` by the task's `pollInterval`, and the message is not
+// rewritten until the task settles, so a due time in it would be stale after readback's first read.
+function withoutPollAfter(completion: Completion): Completion {
+  if (completion.pollAfter === undefined) return completion;
+  const { pollAfter: _dropped, ...rest } = completion;
+  return rest;
 }

@@ -382,6 +382,8 @@ export class RunTrace {
     if (c.errorCode) e.errorCode = this.scrub('errorCode', c.errorCode);
     if (c.reason) e.reason = this.scrub('reason', c.reason);
     if (c.observedAt) e.observedAt = c.observedAt;
+    // The runner's own due time, like `observedAt`: no caller data, so not scanned.
+    if (c.pollAfter !== undefined) e.pollAfter = c.pollAfter;
     if (c.evidence) e.evidence = this.redactedEvidence(c.evidence);
     if (c.units) e.units = this.scrub('units', c.units);
     if (this.executeEndedAt !== undefined) e.verificationMs = now - this.executeEndedAt;

@@ -162,6 +162,8 @@ export interface CompletionEvent extends TraceEventBase {
   /** The message the agent is allowed to relay. */
   message: string;
   nextAllowedAction: NextAllowedAction;
+  /** The completion's `pollAfter`: when the runner's own schedule next reads the operation (ISO 8601). */
+  pollAfter?: string;
   safeToRepeat: RepeatSafety;
   /** What the last execute claimed in this call (`none` when it did not run in this call). */
   claimed: ClaimedOutcome;
