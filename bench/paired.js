@@ -1,0 +1,165 @@
+// Before/after comparison of two builds of readback in one process: each build gets its own runner and store,
+// and they take turns batch by batch (which goes first alternates), so a slow spell of the machine hits both
+// alike; we report medians of per-batch wall and CPU time per action and the median of the paired ratios.
+// Usage: node bench/paired.js <distA> <distB>   (e.g. a `git archive` of an older commit built with tsc, and ./dist)
+// BENCH_STORE=fake (default: the SQLite store over a stand-in handle whose statements answer from a Map, so only
+//   JavaScript is timed) | memory | sqlite (files in BENCH_DIR, default the OS temp folder; BENCH_DURABILITY=normal)
+//   | pg (READBACK_PG_URL, a schema per build, dropped after). BENCH_BATCH actions per batch, BENCH_PAIRS pairs.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import { median } from './systems.js';
+
+const [distA, distB] = process.argv.slice(2, 4).map((d) => resolve(d));
+if (!distA || !distB) throw new Error('usage: node bench/paired.js <distA> <distB>');
+const STORE = process.env.BENCH_STORE ?? 'fake';
+const BATCH = Number(process.env.BENCH_BATCH ?? { sqlite: 500, pg: 50 }[STORE] ?? 2000);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 30);
+const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'readback-paired-'));
+const cleanups = [];
+
+// A SqliteLike whose writes land in a Map: the store's own code runs as on a file, its SQL costs nothing.
+function standInHandle(columns, real) {
+  const rows = new Map();
+  const db = {
+    prepare(sql) {
+      if (/^\s*INSERT INTO readback_operations/.test(sql)) {
+        return {
+          run: (...p) => {
+            rows.set(p[0], Object.fromEntries(columns.map((c, i) => [c, p[i]])));
+            return { changes: 1 };
+          },
+        };
+      }
+      if (/^\s*UPDATE readback_operations/.test(sql)) {
+        const set = [...sql.matchAll(/(\w+) = \?/g)].map((m) => m[1]);
+        return {
+          get: (...p) => {
+            const id = p[set.length - 1];
+            const row = { ...rows.get(id) };
+            set.forEach((c, i) => {
+              if (c !== 'id') row[c] = p[i];
+            });
+            rows.set(id, row);
+            return row;
+          },
+        };
+      }
+      if (/^\s*INSERT INTO readback_events/.test(sql)) return { run: () => ({ changes: 1 }) };
+      if (/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(sql.trim()))
+        return { run: () => ({ changes: 0 }) };
+      return real.prepare(sql);
+    },
+    exec: (sql) => real.exec(sql),
+    close() {},
+    inTransaction: false,
+  };
+  return { db, clear: () => rows.clear() };
+}
+
+async function build(dist, n) {
+  const load = (path) => import(pathToFileURL(join(dist, path)).href);
+  const { createRunner, defineAction, memoryStore } = await load('index.js');
+  const target = new Map();
+  const action = defineAction({
+    name: 'set_status',
+    description: 'Sets a row status',
+    input: { '~standard': { version: 1, vendor: 'bench', validate: (value) => ({ value }) } },
+    target: (input) => `row:${input.id}`,
+    postcondition: 'The row has the requested status.',
+    execute: async (input) => {
+      target.set(input.id, { id: input.id, status: input.status });
+      return { ok: true };
+    },
+    observe: async (input) => target.get(input.id) ?? null,
+    expect: (input) => ({ status: input.status }),
+  });
+  let store;
+  let fresh = false;
+  let clear = () => {};
+  if (STORE === 'memory') {
+    fresh = true;
+  } else if (STORE === 'fake') {
+    const { sqliteStore } = await load('sqlite/index.js');
+    const { OPERATION_COLUMN_NAMES } = await load('sqlite/sql.js');
+    const real = new Database(':memory:');
+    await sqliteStore({ database: real });
+    const handle = standInHandle(OPERATION_COLUMN_NAMES, real);
+    store = await sqliteStore({ database: handle.db });
+    fresh = true;
+    clear = handle.clear;
+  } else if (STORE === 'sqlite') {
+    const { sqliteStore } = await load('sqlite/index.js');
+    const durability = process.env.BENCH_DURABILITY ?? 'normal';
+    store = await sqliteStore({ path: join(dir, `${n}.db`) }, { durability });
+  } else if (STORE === 'pg') {
+    const { postgresStore } = await load('postgres/index.js');
+    const pg = (await import('pg')).default;
+    const url = process.env.READBACK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const schema = `bench_paired_${process.pid}_${n}`;
+    store = await postgresStore({ pool, schema });
+    cleanups.push(async () => {
+      await store.close();
+      await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+      await pool.end();
+    });
+  } else {
+    throw new Error(`BENCH_STORE must be fake, memory, sqlite or pg, not ${STORE}`);
+  }
+  const make = () => createRunner({ store: store ?? memoryStore() });
+  const side = { dist, runner: make() };
+  // Stores that keep everything in memory start each batch empty, so neither side pays for a growing heap.
+  side.reset = () => {
+    target.clear();
+    clear();
+    if (fresh) side.runner = make();
+  };
+  side.action = action;
+  side.fresh = fresh;
+  return side;
+}
+
+let next = 0;
+async function batch(side) {
+  if (side.fresh) side.reset();
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  for (let j = 0; j < BATCH; j++, next++) {
+    const c = await side.runner.run(side.action, { id: `r${next}`, status: 'done' }, { runId: 'bench' });
+    if (c.status !== 'verified') throw new Error(`${side.dist}: action came back ${c.status}: ${c.reason}`);
+  }
+  const used = process.cpuUsage(cpu);
+  return { wall: ((performance.now() - start) * 1000) / BATCH, cpu: (used.user + used.system) / BATCH };
+}
+
+try {
+  const sides = [await build(distA, 0), await build(distB, 1)];
+  for (let w = 0; w < 4; w++) for (const side of sides) await batch(side);
+  const results = [[], []];
+  const ratios = [];
+  for (let p = 0; p < PAIRS; p++) {
+    const order = p % 2 ? [0, 1] : [1, 0];
+    const out = [];
+    for (const k of order) out[k] = await batch(sides[k]);
+    results[0].push(out[0]);
+    results[1].push(out[1]);
+    ratios.push(out[1].wall / out[0].wall);
+  }
+  console.log(`paired: ${STORE} store, ${PAIRS} pairs of ${BATCH} actions, node ${process.version}`);
+  console.log('| build | wall µs/action | CPU µs/action |');
+  console.log('|---|---:|---:|');
+  sides.forEach((side, k) => {
+    const wall = median(results[k].map((r) => r.wall)).toFixed(1);
+    console.log(`| ${side.dist} | ${wall} | ${median(results[k].map((r) => r.cpu)).toFixed(1)} |`);
+  });
+  const cpuRatio = median(results[1].map((r) => r.cpu)) / median(results[0].map((r) => r.cpu));
+  console.log(
+    `B / A: wall ${median(ratios).toFixed(3)} (median of paired ratios), CPU ${cpuRatio.toFixed(3)}`,
+  );
+} finally {
+  for (const cleanup of cleanups) await cleanup();
+  rmSync(dir, { recursive: true, force: true });
+}
