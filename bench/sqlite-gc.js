@@ -4,7 +4,7 @@
 // forced minor collections: objects that should have died young but were kept, copied and promoted). Each loop
 // runs alone in a child process, alternating, so neither pays for the other's garbage.
 // Run: `npm run build && BENCH_DIR=/dev/shm node bench/sqlite-gc.js` (tmpfs takes the disk out of the figures;
-// without BENCH_DIR the files go to the OS temp directory). BENCH_ROUNDS=3 BENCH_OPS=6000.
+// without BENCH_DIR the files go to the OS temp directory). BENCH_ROUNDS=3 BENCH_OPS=6000 BENCH_DURABILITY=normal.
 import { execFileSync } from 'node:child_process';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -16,11 +16,15 @@ import { median } from './systems.js';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const OPS = Number(process.env.BENCH_OPS ?? 6000);
 const SURVIVOR_WINDOW = 100;
+// BENCH_DURABILITY=full runs both loops under synchronous=FULL (an fsync per commit) instead of NORMAL.
+const DURABILITY = process.env.BENCH_DURABILITY ?? 'normal';
+if (DURABILITY !== 'full' && DURABILITY !== 'normal')
+  throw new Error('BENCH_DURABILITY must be full or normal');
 
 async function child(kind) {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc');
-  const loop = kind === 'hand' ? await handSteps('normal') : await runnerSteps('normal', true);
+  const loop = kind === 'hand' ? await handSteps(DURABILITY) : await runnerSteps(DURABILITY, true);
   let i = 0;
   for (; i < 1000; i++) await loop.step(i);
 
@@ -53,6 +57,7 @@ async function child(kind) {
   await loop.close();
   return {
     cpuUs: (used.user + used.system) / OPS,
+    userUs: used.user / OPS,
     wallUs,
     minorGcUs: (minorMs * 1000) / OPS,
     survivingBytes: median(windows),
@@ -77,15 +82,17 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const med = (kind, field) => median(runs[kind].map((run) => run[field]));
 console.log(
-  `SQLite (NORMAL) per sequential action, each loop alone in a process — ${OPS} actions × ${ROUNDS} rounds, node ${process.version}`,
+  `SQLite (${DURABILITY.toUpperCase()}) per sequential action, each loop alone in a process — ${OPS} actions × ${ROUNDS} rounds, node ${process.version}`,
 );
-console.log('| loop | CPU µs | wall µs | minor GC pause µs | bytes surviving a minor GC |');
-console.log('|---|---:|---:|---:|---:|');
+console.log('| loop | CPU µs | user CPU µs | wall µs | minor GC pause µs | bytes surviving a minor GC |');
+console.log('|---|---:|---:|---:|---:|---:|');
 for (const kind of ['runner', 'hand']) {
   console.log(
-    `| ${kind} | ${med(kind, 'cpuUs').toFixed(1)} | ${med(kind, 'wallUs').toFixed(1)} | ${med(kind, 'minorGcUs').toFixed(2)} | ${Math.round(med(kind, 'survivingBytes'))} |`,
+    `| ${kind} | ${med(kind, 'cpuUs').toFixed(1)} | ${med(kind, 'userUs').toFixed(1)} | ${med(kind, 'wallUs').toFixed(1)} | ${med(kind, 'minorGcUs').toFixed(2)} | ${Math.round(med(kind, 'survivingBytes'))} |`,
   );
 }
+const ratios = runs.hand.map((hand, i) => hand.wallUs / runs.runner[i].wallUs);
+console.log(`runner / hand actions per second (median of per-round ratios): ${median(ratios).toFixed(2)}`);
 console.log(
   '(medians over rounds; surviving bytes: heap growth per action across 100 actions between forced minor GCs)',
 );
