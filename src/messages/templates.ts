@@ -25,8 +25,8 @@ export const MAX_VALUE_LENGTH = 300;
 
 // Any character `clean` changes or `code`/`quote` replace, and space at either end: one scan tells the usual
 // identifier or sentence, which needs none of it, from the rare value that needs the full treatment.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const NEEDS_CLEANING =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
   /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff`“”"]|^\s|\s$/;
 
 /** The value as text fit to show inside a code span or quotes: already clean, nothing to replace. */
