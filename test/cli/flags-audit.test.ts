@@ -4,13 +4,11 @@
 // message has line breaks, used to print a raw stack or several lines instead of one line naming the module.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MIN_LEASE_MS } from '../../src/cli/reconcile.js';
 import { MAX_TIMER_MS } from '../../src/clock.js';
-import type { Action } from '../../src/contract/types.js';
-import { createRunner } from '../../src/runner/runner.js';
+import { DELIVER_NOTE_MODULE, seedPendingNote } from './deliver-note.js';
 import { storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
 
@@ -21,27 +19,7 @@ vi.mock('../../src/cli/store.js', async (importOriginal) => {
   return { ...real, openStore: vi.fn(real.openStore) };
 });
 
-const SRC = (file: string) => pathToFileURL(resolve(import.meta.dirname, '../../src', file)).href;
-
-// An accepted-mode action whose provider always reports the note delivered: a reconcile that runs settles the
-// seeded operation, one refused on its flags leaves it pending.
-const MODULE = `import { accepted, defineAction } from ${JSON.stringify(SRC('index.ts'))};
-import { schema } from ${JSON.stringify(SRC('testing/schema.ts'))};
-export const deliverNote = defineAction({
-  name: 'deliver_note',
-  description: 'Deliver a note.',
-  input: schema({ to: 'string' }),
-  target: (input) => 'note:' + input.to,
-  mode: 'accepted',
-  postcondition: 'The provider reports the note delivered.',
-  execute: (input) => accepted('job-' + input.to),
-  observe: (input) => ({ to: input.to, status: 'delivered' }),
-  terminal: () => 'succeeded',
-  expect: () => ({ status: 'delivered' }),
-  safeToRepeat: true,
-  poll: { initialDelayMs: 1, maxDelayMs: 1, jitter: 0, maxDurationMs: 600000, maxReads: 5 },
-});
-`;
+const MODULE = DELIVER_NOTE_MODULE;
 
 let dir: string;
 let db: string;
@@ -60,17 +38,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Seeds one pending operation of deliver_note into `db`; returns its id. */
-async function seed(): Promise<string> {
-  const mod = (await import(pathToFileURL(modulePath).href)) as { deliverNote: Action };
-  const store = await stores.create(db);
-  const runner = createRunner({ store, actions: [mod.deliverNote] });
-  const c = await runner.run(mod.deliverNote, { to: 'ann' }, { runId: 'seed', wait: false });
-  expect(c.status).toBe('pending');
-  await store.close();
-  await new Promise((r) => setTimeout(r, 20));
-  return c.operationId;
-}
+const seed = () => seedPendingNote(modulePath, () => stores.create(db));
 
 async function record(id: string): Promise<{ status: string; claims: number }> {
   const { stdout } = await runCli(['ops', 'show', id, '--store', db, '--json']);

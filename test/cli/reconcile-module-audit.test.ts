@@ -1,11 +1,15 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/cli/store.js';
-import type { Action } from '../../src/contract/types.js';
-import { createRunner } from '../../src/runner/runner.js';
+import {
+  DELIVER_NOTE_HEADER,
+  DELIVER_NOTE_MODULE,
+  deliverNoteAction,
+  seedPendingNote,
+} from './deliver-note.js';
 import { storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
 
@@ -16,29 +20,9 @@ vi.mock('../../src/cli/store.js', async (importOriginal) => {
   return { ...real, openStore: vi.fn(real.openStore) };
 });
 
-const SRC = (file: string) => pathToFileURL(resolve(import.meta.dirname, '../../src', file)).href;
-
-// An accepted-mode action whose provider always reports the note delivered: a reconcile that loads the
-// module settles the seeded operation, one that refuses it leaves the operation pending.
-const action = (name: string, description = 'Deliver a note.') => `defineAction({
-  name: ${JSON.stringify(name)},
-  description: ${JSON.stringify(description)},
-  input: schema({ to: 'string' }),
-  target: (input) => 'note:' + input.to,
-  mode: 'accepted',
-  postcondition: 'The provider reports the note delivered.',
-  execute: (input) => accepted('job-' + input.to),
-  observe: (input) => ({ to: input.to, status: 'delivered' }),
-  terminal: () => 'succeeded',
-  expect: () => ({ status: 'delivered' }),
-  safeToRepeat: true,
-  poll: { initialDelayMs: 1, maxDelayMs: 1, jitter: 0, maxDurationMs: 600000, maxReads: 5 },
-})`;
-
-const HEADER = `import { accepted, defineAction } from ${JSON.stringify(SRC('index.ts'))};
-import { schema } from ${JSON.stringify(SRC('testing/schema.ts'))};
-`;
-const MODULE = `${HEADER}export const deliverNote = ${action('deliver_note')};\n`;
+const action = deliverNoteAction;
+const _HEADER = DELIVER_NOTE_HEADER;
+const MODULE = DELIVER_NOTE_MODULE;
 
 let dir: string;
 let db: string;
@@ -58,17 +42,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Seeds one pending operation of deliver_note into `db`; returns its id. */
-async function seed(): Promise<string> {
-  const mod = (await import(pathToFileURL(modulePath).href)) as { deliverNote: Action };
-  const store = await stores.create(db);
-  const runner = createRunner({ store, actions: [mod.deliverNote] });
-  const c = await runner.run(mod.deliverNote, { to: 'ann' }, { runId: 'seed', wait: false });
-  expect(c.status).toBe('pending');
-  await store.close();
-  await new Promise((r) => setTimeout(r, 20));
-  return c.operationId;
-}
+const seed = () => seedPendingNote(modulePath, () => stores.create(db));
 
 async function status(id: string): Promise<string> {
   const { stdout } = await runCli(['ops', 'show', id, '--store', db, '--json']);
