@@ -1,5 +1,6 @@
 import {
   closeSync,
+  constants,
   createWriteStream,
   fstatSync,
   openSync,
@@ -86,7 +87,9 @@ const NEWLINE = 0x0a;
  * Writes each event as one JSON line to `path`. Writes are batched (at most 50 ms or 64 KiB) and asynchronous so
  * a run never waits on the disk; `flush()` resolves once every line so far reached the file, `close()` also
  * ends the stream. Every event written before `close()` is in the file when it resolves (both reject when a
- * write failed); a process that dies without closing loses the batch not yet sent (at most 50 ms or 64 KiB).
+ * write failed; a repeated `close()` or a later `flush()` returns the same promise); a process that exits
+ * without closing (`process.exit()`, an uncaught exception) loses the batch not yet sent (at most 50 ms or
+ * 64 KiB). Every write appends (`O_APPEND`), also after `append: false` truncated the file.
  */
 export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSink {
   if (typeof path !== 'string' || path === '') {
@@ -97,7 +100,11 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
   }
   optionalBoolean(options.append, 'jsonlSink(options).append');
   const types = typesOf(options, 'jsonlSink(options).types');
-  const flags = options.append === false ? 'w' : 'a';
+  // Always O_APPEND, also when truncating: a file descriptor of its own with a plain 'w' writes at its own
+  // offset, over the lines another sink or process appended to the same file since.
+  const append = options.append !== false;
+  const flags =
+    constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (append ? 0 : constants.O_TRUNC);
   // Opened here, synchronously: a directory, a missing folder or a file that cannot be written is reported by
   // this call, not found later by a flush() after the runs' events were already lost.
   let fd: number;
@@ -110,10 +117,11 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
       'jsonlSink(path)',
     );
   }
-  if (flags === 'a') endTornLine(path, fd);
-  const stream: WriteStream = createWriteStream(path, { fd, flags });
+  if (append) endTornLine(path, fd);
+  const stream: WriteStream = createWriteStream(path, { fd });
   let failure: unknown;
-  let closed = false;
+  // Set by the first close(): later close() and flush() calls wait on it, so none resolves before the end.
+  let closing: Promise<void> | undefined;
   // The batch being filled; the stream keeps a sent buffer until written, so each batch gets a fresh one.
   let buffer = Buffer.allocUnsafe(BATCH_BYTES);
   let used = 0;
@@ -144,7 +152,7 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
     ...(types ? { types } : {}),
     write(event) {
       if (failure) throw failure;
-      if (closed) throw new ReadbackError('invalid_options', 'the JSONL sink is closed', 'jsonlSink');
+      if (closing) throw new ReadbackError('invalid_options', 'the JSONL sink is closed', 'jsonlSink');
       const line = JSON.stringify(event);
       // Room for the worst case of this line plus its newline; otherwise the batch goes out first.
       const room = line.length * MAX_BYTES_PER_UNIT + 1;
@@ -160,16 +168,16 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
       buffer[used++] = NEWLINE;
       scheduled ??= setTimeout(sendBatch, BATCH_MS);
     },
-    flush: () => (closed ? Promise.resolve() : drained()),
+    flush: () => closing ?? drained(),
     close() {
-      if (closed) return Promise.resolve();
-      closed = true;
+      if (closing) return closing;
       sendBatch();
-      return new Promise<void>((resolve, reject) => {
+      closing = new Promise<void>((resolve, reject) => {
         // A write that failed before the end is reported here even when flush() already reported it: lines
         // are missing from the file, and close() resolving would say they are all there.
         stream.end((error?: Error | null) => (failure || error ? reject(failure ?? error) : resolve()));
       });
+      return closing;
     },
   };
 }
