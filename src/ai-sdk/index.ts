@@ -21,6 +21,7 @@ import type { Action, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
 import {
+  CONTEXT_REFUSED_TEXT,
   completionText,
   isCompletion,
   isErrorStatus,
@@ -104,8 +105,21 @@ export function modelOutput(completion: Completion): ModelOutput {
   return isErrorStatus(completion.status) ? { type: 'error-text', value } : { type: 'text', value };
 }
 
-/** The run context for one tool call, with the SDK's tool call id as the trace's `gen_ai.tool.call.id`. */
+/**
+ * The run context for one tool call, with the SDK's tool call id as the trace's `gen_ai.tool.call.id`. A
+ * per-call option that throws refuses the call before anything runs: the SDK shows the model this error's
+ * message (nothing ran, changing the arguments will not help), and the option's own error is its `cause`.
+ */
 function contextOf(options: AiToolOptions, callOptions: ToolCallInfo, defaultRunId: string): RunOptions {
+  try {
+    return resolveContext(options, callOptions, defaultRunId);
+  } catch (error) {
+    // Its raw message would reach the model, which could take it for a complaint about its arguments.
+    throw new Error(CONTEXT_REFUSED_TEXT, { cause: error });
+  }
+}
+
+function resolveContext(options: AiToolOptions, callOptions: ToolCallInfo, defaultRunId: string): RunOptions {
   const scope = resolve(options.scope, callOptions);
   const actor = resolve(options.actor, callOptions);
   const { toolCallId } = callOptions;
@@ -131,8 +145,8 @@ function descriptionOf(
 
 /**
  * One action as an AI SDK `tool()`. `execute` resolves to the Completion (it never throws for an
- * outcome; only misuse throws), with the tool call's `abortSignal` passed to the run. A shadow-mode
- * action is refused: use `shadowAiTool` (or `aiTools`, which chooses).
+ * outcome; only misuse, or a per-call option that throws, rejects), with the tool call's `abortSignal`
+ * passed to the run. A shadow-mode action is refused: use `shadowAiTool` (or `aiTools`, which chooses).
  */
 export function aiTool<I, O>(
   runner: Runner,
@@ -154,7 +168,7 @@ export function aiTool<I, O>(
     description: descriptionOf(action, options),
     ...(options.title !== undefined ? { title: options.title } : {}),
     inputSchema: inputSchemaOf(action as Action<I, unknown>),
-    execute: (input: I, callOptions: ToolCallInfo): Promise<Completion> =>
+    execute: async (input: I, callOptions: ToolCallInfo): Promise<Completion> =>
       runner.run(action, input, contextOf(options, callOptions, defaultRunId)),
     toModelOutput: ({ output }: { output: Completion }) => modelOutput(output),
   });

@@ -60,6 +60,13 @@ export function notRunText(completion: Completion): string {
   return `[not executed${code}] ${completion.reason ?? 'The call was refused before the tool ran.'} Nothing was executed.`;
 }
 
+/**
+ * What a model is shown when a per-call option (scope, actor or run id) refused the call: nothing ran, and the
+ * arguments were fine, so it must not change them and retry; the option's own error stays with the developer.
+ */
+export const CONTEXT_REFUSED_TEXT =
+  '[not executed] The call was refused before the tool ran (its scope, actor or run id could not be determined), so nothing was executed. Changing the arguments will not help.';
+
 /** A live tool's own result as text: a string as is, anything else as JSON (`undefined` as an empty string). */
 export function rawText(result: unknown): string {
   if (typeof result === 'string') return result;

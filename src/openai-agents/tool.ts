@@ -14,7 +14,7 @@ import { type FunctionTool, type RunContext, tool } from '@openai/agents';
 import type { Action, AnyAction, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
-import { completionText, liveResponse, notRunText } from '../integrations/text.js';
+import { CONTEXT_REFUSED_TEXT, completionText, liveResponse, notRunText } from '../integrations/text.js';
 import type { Runner, RunOptions } from '../runner/runner.js';
 import { existingLedger, ledgerOf } from './runs.js';
 
@@ -99,10 +99,6 @@ function parametersOf(action: AnyAction): { parameters: unknown; strict: boolean
 
 /** What the SDK itself shows the model when a tool throws (its default `errorFunction`; not exported by it). */
 const LIVE_TOOL_ERROR_TEXT = 'An error occurred while running the tool. Please try again.';
-
-/** What the model is shown when the scope, actor or run id option refused the call: nothing ran, arguments aside. */
-const CONTEXT_REFUSED_TEXT =
-  '[not executed] The call was refused before the tool ran (its scope, actor or run id could not be determined), so nothing was executed. Changing the arguments will not help.';
 
 /** Longest list of validation issues shown to the model; a schema can report one issue per field. */
 const MAX_ISSUES_TEXT = 500;
