@@ -19,7 +19,14 @@ import type { AnyAction, Completion, RunContext, Status } from '../contract/type
 import { STATUSES } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
-import { completionText, isErrorStatus, liveResponse, notRunText, rawText } from '../integrations/text.js';
+import {
+  CONTEXT_REFUSED_TEXT,
+  completionText,
+  isErrorStatus,
+  liveResponse,
+  notRunText,
+  rawText,
+} from '../integrations/text.js';
 import type { Runner } from '../runner/runner.js';
 import { type McpTaskOptions, type McpTaskServerLike, registerTaskTool } from './tasks.js';
 import type { McpToolAnnotations, McpToolResult } from './types.js';
@@ -228,7 +235,7 @@ export function registerActions(
   const connection = `mcp:${crypto.randomUUID()}`;
   // SDK 2.x lists any Standard Schema that carries JSON Schema; 1.x converts zod schemas itself.
   const v2 = typeof (server as { toolInputSchemaJson?: unknown }).toolInputSchemaJson === 'function';
-  const context = (raw: unknown, own: McpActionOptions): RunContext => {
+  const resolveContext = (raw: unknown, own: McpActionOptions): RunContext => {
     const extra = requestExtra(raw);
     const scope = typeof options.scope === 'function' ? options.scope(extra) : options.scope;
     const actor = options.actor ? options.actor(extra) : extra.authInfo?.clientId;
@@ -239,6 +246,16 @@ export function registerActions(
       ...(actor ? { actor } : {}),
       ...(own.wait !== undefined ? { wait: own.wait } : {}),
     };
+  };
+  // A scope, actor or run id function that throws refuses the call before anything runs. Both SDKs show a
+  // handler's error message as the tool error's text: the raw one could read as a complaint about the
+  // arguments, so the client is told nothing ran instead, and the option's own error is the `cause`.
+  const context = (raw: unknown, own: McpActionOptions): RunContext => {
+    try {
+      return resolveContext(raw, own);
+    } catch (error) {
+      throw new Error(CONTEXT_REFUSED_TEXT, { cause: error });
+    }
   };
   // Task settings are decided before any tool is registered too: a refused one leaves no tool behind.
   for (const action of list) runner.register(action);
