@@ -108,13 +108,29 @@ export function registerTaskTool(
     {
       createTask: async (args: unknown, extra: TaskExtra) => {
         const store = requireStore(extra);
-        // Derived before the task exists: a scope or run id function that refuses the request must not
-        // leave a task `working` that nothing will ever settle.
-        const ctx = spec.context(extra);
+        // Derived before any work starts. A scope, actor or run id function that refuses the request still gets
+        // a task, settled `failed` at once with the refusal (its text says nothing ran): a thrown error here would
+        // reach a task-augmented client as a plain result where a task was expected, which it cannot read.
+        let ctx: Omit<RunContext, 'signal'> | undefined;
+        let refusal: unknown;
+        try {
+          ctx = spec.context(extra);
+        } catch (error) {
+          refusal = error;
+        }
         const task = await store.createTask({
           ttl: extra.taskRequestedTtl ?? options.ttlMs ?? HOUR_MS,
           pollInterval,
         });
+        if (ctx === undefined) {
+          const text = refusal instanceof Error ? refusal.message : String(refusal);
+          await store.updateTaskStatus(task.taskId, 'working', text);
+          await store.storeTaskResult(task.taskId, 'failed', {
+            content: [{ type: 'text', text }],
+            isError: true,
+          });
+          return { task };
+        }
         await store.updateTaskStatus(
           task.taskId,
           'working',

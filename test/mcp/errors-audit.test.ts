@@ -1,13 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { accepted, createRunner, defineAction } from '../../src/index.js';
 import { CONTEXT_REFUSED_TEXT } from '../../src/integrations/text.js';
 import { completionSchema, registerActions } from '../../src/mcp/index.js';
 import { helpdesk } from '../support/helpdesk.js';
-import { closeAfterEach, completionOf, connect, email, link, textOf } from './support.js';
+import { closeAfterEach, completionOf, connect, email, link, startEmailTask, textOf } from './support.js';
 
 const track = closeAfterEach();
 
@@ -76,6 +77,28 @@ describe('readback/mcp per-call options that throw (audit)', () => {
     expect(result.isError).toBe(true);
     expect(textOf(result)).toBe(CONTEXT_REFUSED_TEXT);
     expect(hd.mail.inbox(email.to)).toEqual([]);
+    taskStore.cleanup();
+  });
+
+  it('a scope option that throws on a real task request: a task settled failed with the refusal; nothing sent', async () => {
+    const { hd, runner } = helpdesk();
+    const taskStore = new InMemoryTaskStore();
+    const server = new McpServer(
+      { name: 'helpdesk', version: '1.0.0' },
+      { taskStore, capabilities: { tasks: { requests: { tools: { call: {} } } } } },
+    );
+    registerActions(server, runner, [hd.actions.sendEmail], { scope: refuse, tasks: true });
+    const { client } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
+    // Before, createTask threw and the client failed reading a plain result where a task was expected.
+    const { taskId } = await startEmailTask(client);
+    const task = await client.experimental.tasks.getTask(taskId);
+    expect(task.status).toBe('failed');
+    expect(task.statusMessage).toBe(CONTEXT_REFUSED_TEXT);
+    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe(CONTEXT_REFUSED_TEXT);
+    expect(hd.mail.inbox(email.to)).toEqual([]);
+    expect(await runner.store.list()).toEqual([]);
     taskStore.cleanup();
   });
 });
