@@ -16,6 +16,19 @@ const refuse = () => {
   throw new Error('no tenant for user 42');
 };
 
+/** send_email served as a task tool whose scope function refuses every call, reached by the SDK's client. */
+async function refusingTaskServer() {
+  const { hd, runner } = helpdesk();
+  const taskStore = new InMemoryTaskStore();
+  const server = new McpServer(
+    { name: 'helpdesk', version: '1.0.0' },
+    { taskStore, capabilities: { tasks: { requests: { tools: { call: {} } } } } },
+  );
+  registerActions(server, runner, [hd.actions.sendEmail], { scope: refuse, tasks: true });
+  const { client } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
+  return { hd, runner, taskStore, client };
+}
+
 /** A committed write whose execute throws or hangs past its deadline; the thing never appears. */
 function brokenWrite(kind: 'throw' | 'hang') {
   return defineAction({
@@ -64,14 +77,7 @@ describe('readback/mcp per-call options that throw (audit)', () => {
   });
 
   it('a scope option that throws on a task tool called without a task: refused with the same words', async () => {
-    const { hd, runner } = helpdesk();
-    const taskStore = new InMemoryTaskStore();
-    const server = new McpServer(
-      { name: 'helpdesk', version: '1.0.0' },
-      { taskStore, capabilities: { tasks: { requests: { tools: { call: {} } } } } },
-    );
-    registerActions(server, runner, [hd.actions.sendEmail], { scope: refuse, tasks: true });
-    const { client } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
+    const { hd, taskStore, client } = await refusingTaskServer();
     // A plain tools/call on a tool with optional task support: the SDK creates the task itself.
     const result = await client.callTool({ name: 'send_email', arguments: email });
     expect(result.isError).toBe(true);
@@ -81,14 +87,7 @@ describe('readback/mcp per-call options that throw (audit)', () => {
   });
 
   it('a scope option that throws on a real task request: a task settled failed with the refusal; nothing sent', async () => {
-    const { hd, runner } = helpdesk();
-    const taskStore = new InMemoryTaskStore();
-    const server = new McpServer(
-      { name: 'helpdesk', version: '1.0.0' },
-      { taskStore, capabilities: { tasks: { requests: { tools: { call: {} } } } } },
-    );
-    registerActions(server, runner, [hd.actions.sendEmail], { scope: refuse, tasks: true });
-    const { client } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
+    const { hd, runner, taskStore, client } = await refusingTaskServer();
     // Before, createTask threw and the client failed reading a plain result where a task was expected.
     const { taskId } = await startEmailTask(client);
     const task = await client.experimental.tasks.getTask(taskId);
