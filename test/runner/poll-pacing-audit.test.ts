@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
-import { accepted, createRunner, defineAction, memoryStore } from '../../src/index.js';
+import { createRunner, defineAction, memoryStore } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
 import { anyInput } from '../support/any-input.js';
-
-const POLL = { maxDurationMs: 60_000, maxReads: 4, initialDelayMs: 1_000, maxDelayMs: 8_000, jitter: 0 };
+import { exportJobAction } from '../support/export-job.js';
 
 /**
  * An export job the provider finishes `doneAfterMs` after it was queued. With the backoff above the runner's
@@ -13,26 +12,7 @@ const POLL = { maxDurationMs: 60_000, maxReads: 4, initialDelayMs: 1_000, maxDel
 function exportJob(doneAfterMs = 7_000, clock: Clock = new FakeClock()) {
   const store = memoryStore();
   const reads: number[] = [];
-  let queuedAt = 0;
-  const action = defineAction({
-    name: 'export_report',
-    description: 'Queues a report export.',
-    postcondition: 'The export is finished.',
-    mode: 'accepted',
-    input: anyInput as never,
-    target: () => 'report:1',
-    execute: async () => {
-      queuedAt = clock.now();
-      return accepted('job-1');
-    },
-    observe: async () => {
-      reads.push(clock.now() - queuedAt);
-      return { state: clock.now() - queuedAt >= doneAfterMs ? 'done' : 'running' };
-    },
-    terminal: (o: { state: string }) => (o.state === 'done' ? 'succeeded' : 'running'),
-    expect: () => ({ state: 'done' }),
-    poll: POLL,
-  });
+  const action = exportJobAction(clock, doneAfterMs, reads);
   const runner = createRunner({ store, clock, random: () => 0, actions: [action] });
   return { store, reads, action, runner };
 }

@@ -1,41 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import {
-  accepted,
-  callbackSink,
-  createRunner,
-  defineAction,
-  memoryStore,
-  type TraceEvent,
-} from '../../src/index.js';
+import { callbackSink, createRunner, memoryStore, type TraceEvent } from '../../src/index.js';
 import { parseReadbackTrace } from '../../src/review/readback-trace.js';
 import { FakeClock } from '../../src/testing/index.js';
-import { anyInput } from '../support/any-input.js';
+import { exportJobAction } from '../support/export-job.js';
 import { ofType } from './support.js';
-
-const POLL = { maxDurationMs: 60_000, maxReads: 4, initialDelayMs: 1_000, maxDelayMs: 8_000, jitter: 0 };
 
 /** An export job the provider finishes 3 s after it was queued, traced to a callback sink on a fake clock. */
 function tracedExport() {
   const clock = new FakeClock();
   const store = memoryStore();
   const events: TraceEvent[] = [];
-  let queuedAt = 0;
-  const action = defineAction({
-    name: 'export_report',
-    description: 'Queues a report export.',
-    postcondition: 'The export is finished.',
-    mode: 'accepted',
-    input: anyInput as never,
-    target: () => 'report:1',
-    execute: async () => {
-      queuedAt = clock.now();
-      return accepted('job-1');
-    },
-    observe: async () => ({ state: clock.now() - queuedAt >= 3_000 ? 'done' : 'running' }),
-    terminal: (o: { state: string }) => (o.state === 'done' ? 'succeeded' : 'running'),
-    expect: () => ({ state: 'done' }),
-    poll: POLL,
-  });
+  const action = exportJobAction(clock, 3_000);
   const runner = createRunner({
     store,
     clock,
