@@ -6,6 +6,7 @@
  */
 import {
   type Attributes,
+  createNoopMeter,
   type Histogram,
   type Meter,
   metrics,
@@ -90,6 +91,10 @@ const OTEL_EVENT_TYPES: ReadonlySet<TraceEventType> = new Set<TraceEventType>([
   'completion',
   'run.error',
 ]);
+
+// What a call whose span does not record still needs: its end, for the metrics. With no metrics either, nothing.
+const METRIC_EVENT_TYPES: ReadonlySet<TraceEventType> = new Set<TraceEventType>(['completion', 'run.error']);
+const NO_EVENT_TYPES: ReadonlySet<TraceEventType> = new Set<TraceEventType>();
 
 // One call's count under one attribute set, read by the observable counters at collection time.
 interface Count {
@@ -264,6 +269,12 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
   // Completions and claimed successes are observable counters fed from a per-meter tally (see `Tally`); the
   // latency histogram has to be recorded per call.
   const tally = tallyOf(meter);
+  // The API's no-op meter (no MeterProvider was registered when the meter was got; the metrics API has no proxy,
+  // so it stays a no-op): a call whose span does not record then has nothing at all to give this sink.
+  const metricsLive = meter !== createNoopMeter();
+  // The event types the last `run.started` left this sink wanting for the rest of its call (`typesAfterStart`).
+  let lastStarted: TraceEvent | undefined;
+  let lastStartedTypes: ReadonlySet<TraceEventType> | undefined;
   const descriptions = new Map((options.actions ?? []).map((a) => [a.name, a.description] as const));
   const toolDuration: Histogram = meter.createHistogram(OTEL_NAMES.toolDurationMetric, {
     description: 'The duration of a single tool execution (the execute_tool span)',
@@ -311,12 +322,17 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
       startTime: startedAt,
     });
     // A span nobody records (no SDK, or sampled out) gets no attributes or events: metrics still count the call.
+    const recording = span.isRecording();
+    lastStarted = event;
+    lastStartedTypes = recording ? undefined : metricsLive ? METRIC_EVENT_TYPES : NO_EVENT_TYPES;
+    // Nothing to record and nothing to count: the call is not followed (its span, a no-op, needs no end).
+    if (!recording && !metricsLive) return;
     const call: OpenCall = {
       span,
       runId: event.runId,
       entry: event.entry,
       startedAt,
-      recording: span.isRecording(),
+      recording,
       action: event.action,
       mode: event.mode,
       attributes: {},
@@ -480,7 +496,12 @@ export function otelSink(options: OtelSinkOptions = {}): OtelSink {
     }
   }
 
-  return { write, types: OTEL_EVENT_TYPES, openSpans: () => openCount };
+  // A call whose span does not record needs only its end (for the metrics), or nothing when there are none.
+  function typesAfterStart(started: TraceEvent): ReadonlySet<TraceEventType> | undefined {
+    return started === lastStarted ? lastStartedTypes : undefined;
+  }
+
+  return { write, types: OTEL_EVENT_TYPES, typesAfterStart, openSpans: () => openCount };
 }
 
 // Tool arguments and results are structured values; spans cannot hold those in this API, so the conventions

@@ -49,6 +49,10 @@ export class RunTrace {
   private checksRedacted: unknown;
   private evidenceSeen: unknown;
   private evidenceRedacted: unknown;
+  // The event types some sink takes in this call (null: all), and each sink's own list once a sink narrowed
+  // its types for this call (`typesAfterStart`); until then, the runner-wide ones.
+  private wanted: ReadonlySet<string> | null;
+  private callTypes: (ReadonlySet<string> | undefined)[] | undefined;
 
   constructor(
     private readonly tracer: Tracer,
@@ -57,12 +61,13 @@ export class RunTrace {
     readonly callId: string,
   ) {
     this.startedAt = tracer.clock.now();
+    this.wanted = tracer.wanted;
   }
 
   // Starts an event with the fields every event carries, or returns undefined when no sink takes its type.
   // `ms` is a time the caller already read for this moment (each clock read costs ~30–100 ns).
   private open(type: TraceEventType, ms?: number): Fields | undefined {
-    const wanted = this.tracer.wanted;
+    const wanted = this.wanted;
     if (wanted !== null && !wanted.has(type)) return undefined;
     const event: Fields = {
       v: TRACE_FORMAT_VERSION,
@@ -80,12 +85,12 @@ export class RunTrace {
   // Whether some sink takes this type; builders whose events always name the operation then write the whole
   // event as one literal (one allocation, no property-array growth), the common fields first.
   private wants(type: TraceEventType): boolean {
-    const wanted = this.tracer.wanted;
+    const wanted = this.wanted;
     return wanted === null || wanted.has(type);
   }
 
   private send(event: Fields): void {
-    this.tracer.dispatch(event as unknown as TraceEvent);
+    this.tracer.dispatch(event as unknown as TraceEvent, this.callTypes);
   }
 
   // Redaction of one field that can hold caller data (key rules see the field's name, as for nested keys).
@@ -129,6 +134,11 @@ export class RunTrace {
     if (facts.toolCallId !== undefined) e.toolCallId = this.callId;
     e.mode = mode;
     this.send(e);
+    const narrowed = this.tracer.typesAfterStart(e as unknown as TraceEvent);
+    if (narrowed) {
+      this.callTypes = narrowed.perSink;
+      this.wanted = narrowed.wanted;
+    }
   }
 
   /**
@@ -262,7 +272,7 @@ export class RunTrace {
     const rejected = isRejected(raw);
     const accepted = !rejected && isAccepted(raw);
     const claimed = rejected ? 'rejected' : accepted ? 'accepted' : claimOf(options.claimOf, raw);
-    if (this.tracer.wanted !== null && !this.tracer.wanted.has('execute.finished')) {
+    if (!this.wants('execute.finished')) {
       this.executeEndedAt = this.tracer.clock.now();
       this.claim = claimed;
       return;

@@ -51,9 +51,31 @@ export class Tracer {
   ) {
     this.redactor = createRedactor(options.redaction);
     const lists = options.sinks.map((sink) => sink.types);
-    this.wanted = lists.every((types) => types !== undefined)
-      ? new Set(lists.flatMap((types) => [...(types as ReadonlySet<string>)]))
-      : null;
+    this.wanted = unionOf(lists);
+    this.narrowsPerCall = options.sinks.some((sink) => typeof sink.typesAfterStart === 'function');
+  }
+
+  /**
+   * After a call's `run.started` went out: each sink's event types for the rest of the call (one entry per sink,
+   * undefined for all) and their union (null for all), or undefined when no sink narrows them for this call.
+   */
+  typesAfterStart(
+    started: TraceEvent,
+  ): { perSink: (ReadonlySet<string> | undefined)[]; wanted: ReadonlySet<string> | null } | undefined {
+    if (!this.narrowsPerCall) return undefined;
+    const perSink = this.options.sinks.map((sink) => {
+      if (sink.types && !sink.types.has('run.started')) return sink.types;
+      if (typeof sink.typesAfterStart !== 'function') return sink.types;
+      try {
+        return sink.typesAfterStart(started as Extract<TraceEvent, { type: 'run.started' }>) ?? sink.types;
+      } catch (error) {
+        // A sink that cannot say keeps its usual types: the call is recorded for it as before.
+        this.sinkError(error, started, sink);
+        return sink.types;
+      }
+    });
+    // One sink (the usual case): its own list is the union, no set built per call.
+    return { perSink, wanted: perSink.length === 1 ? (perSink[0] ?? null) : unionOf(perSink) };
   }
 
   /** Starts the record of one call (of an existing operation, for polls and reconciles) and emits `run.started`. */
@@ -75,12 +97,19 @@ export class Tracer {
     return isoTime(ms);
   }
 
-  /** Hands one event to every sink; a failing sink is reported, never allowed to disturb the run. */
-  dispatch(event: TraceEvent): void {
+  /** Whether some sink may narrow its event types per call (`typesAfterStart`). */
+  readonly narrowsPerCall: boolean;
+
+  /**
+   * Hands one event to every sink that takes its type (`types`, or a call's own list from `typesAfterStart`,
+   * one entry per sink); a failing sink is reported, never allowed to disturb the run.
+   */
+  dispatch(event: TraceEvent, callTypes?: readonly (ReadonlySet<string> | undefined)[]): void {
     const sinks = this.options.sinks;
     for (let i = 0; i < sinks.length; i++) {
       const sink = sinks[i]!;
-      if (sink.types && !sink.types.has(event.type)) continue;
+      const types = callTypes ? callTypes[i] : sink.types;
+      if (types && !types.has(event.type)) continue;
       try {
         const pending = sink.write(event);
         if (pending && typeof pending.then === 'function')
@@ -104,4 +133,12 @@ export class Tracer {
     this.warned.add(sink);
     process.emitWarning(`readback trace sink failed: ${describeError(error)}`, 'ReadbackTraceWarning');
   }
+}
+
+// The event types some sink takes, or null when one of them takes every type.
+function unionOf(lists: readonly (ReadonlySet<string> | undefined)[]): ReadonlySet<string> | null {
+  if (!lists.every((types) => types !== undefined)) return null;
+  const union = new Set<string>();
+  for (const types of lists) for (const type of types as ReadonlySet<string>) union.add(type);
+  return union;
 }

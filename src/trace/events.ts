@@ -206,6 +206,12 @@ export interface TraceSink {
   write(event: TraceEvent): void | Promise<void>;
   /** The event types this sink uses; when every sink lists its types, the others are never built. Default: all. */
   readonly types?: ReadonlySet<TraceEventType>;
+  /**
+   * Asked right after this sink took a call's `run.started`: the event types it wants for the rest of that call
+   * (default: `types`). A sink with nothing to record for a call (an OpenTelemetry span that does not record, and
+   * no metrics) answers with an empty set, and no other event of that call is built for it.
+   */
+  typesAfterStart?(started: RunStartedEvent): ReadonlySet<TraceEventType> | undefined;
   /** Waits until written events are durable (or delivered). */
   flush?(): Promise<void>;
   /** Flushes and releases resources. */
