@@ -224,6 +224,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     } catch (error) {
       return Promise.reject(error);
     }
+    // No sink wants anything more from this call (an OpenTelemetry span nobody records, say): it runs untraced.
+    if (t.wantsNothing()) return decide(action, rawInput, ctx, undefined, shadowState);
     return traced(t, decide(action, rawInput, ctx, t, shadowState), shadowState);
   }
 

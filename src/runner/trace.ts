@@ -117,6 +117,11 @@ export class RunTrace {
     return this.scrub('evidence', evidence);
   }
 
+  /** Whether no sink takes any further event of this call (each narrowed its types to none after `run.started`). */
+  wantsNothing(): boolean {
+    return this.wanted !== null && this.wanted.size === 0;
+  }
+
   /** Whether some sink takes an event that carries the argument hash (`tool.selected`, or `observe`'s query). */
   hashesArguments(): boolean {
     return this.wants('tool.selected') || this.wants('observe');

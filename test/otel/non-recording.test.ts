@@ -147,6 +147,33 @@ describe('otelSink on calls it has nothing to record for', () => {
   });
 });
 
+describe('a call no sink follows', () => {
+  it('completes as on an untraced runner: verified, failed, and a shadow call with its live result', async () => {
+    const outcomes = async (traced: boolean) => {
+      const hd = helpdesk();
+      let n = 0;
+      const options = {
+        clock: hd.clock,
+        newId: () => `op_${++n}`,
+        ...(traced ? { trace: { sinks: [otelSink()] } } : {}),
+      };
+      const runner = createRunner(options);
+      const ok = await runner.run(hd.actions.updateTicket, { id: 'T-1', status: 'resolved' }, ctx);
+      const missing = await runner.run(hd.actions.updateTicket, { id: 'T-404', status: 'resolved' }, ctx);
+      const live = createRunner({ ...options, shadow: true });
+      const shadowed = await live.shadow(hd.actions.updateTicket, { id: 'T-1', status: 'closed' }, ctx);
+      return { ok, missing, shadowed, ticket: await hd.tickets.get('T-1') };
+    };
+    const plain = await outcomes(false);
+    const traced = await outcomes(true);
+
+    expect(traced.ok.status).toBe('verified');
+    expect(traced.missing.status).toBe('failed');
+    expect(traced.ticket?.status).toBe('closed');
+    expect(traced).toEqual(plain);
+  });
+});
+
 describe('typesAfterStart, the per-call narrowing any sink may use', () => {
   it('a sink that throws from it keeps its usual types for that call, and the error is reported', async () => {
     const errors: unknown[] = [];
