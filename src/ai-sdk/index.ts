@@ -16,7 +16,7 @@
  *
  * `ai` is an optional peer dependency, imported only by this subpath.
  */
-import { type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
+import { asSchema, type JSONSchema7, jsonSchema, type Tool, tool } from 'ai';
 import type { Action, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
@@ -30,6 +30,7 @@ import {
 } from '../integrations/text.js';
 import { guardAnswer } from '../messages/guard.js';
 import type { Runner, RunOptions } from '../runner/runner.js';
+import { type StandardSchemaV1, validateInput } from '../schema.js';
 
 export { completionText, isCompletion, isErrorStatus };
 
@@ -67,6 +68,15 @@ export interface AiToolOptions {
   actor?: PerCall<string | undefined>;
   /** Accepted mode: wait within the poll budget (default true) or return `pending` at once. */
   wait?: boolean;
+  /**
+   * Who validates the model's arguments. `'readback'` (default): the SDK lists the schema but does not
+   * validate it, so every call reaches the runner, which validates it once and records an invalid one
+   * (`tool.selected` with `valid: false` and its issues) as a `failed`/`invalid_input` completion that tells
+   * the model what was wrong and where. `'sdk'`: the SDK validates first and rejects an invalid call itself
+   * (a `tool-error` with `InvalidToolInputError`, which `experimental_repairToolCall` can repair), so readback
+   * never sees it; a valid call is then validated again by the runner.
+   */
+  inputValidation?: 'readback' | 'sdk';
 }
 
 function resolve<T>(value: PerCall<T> | undefined, options: ToolCallInfo): T | undefined {
@@ -83,20 +93,51 @@ interface JsonSchemaConverter {
   input(options: { target: string }): Record<string, unknown>;
 }
 
+type InputSchema<I> = Tool<I, Completion>['inputSchema'];
+
 /**
- * The tool's input schema. A zod schema is handed to the SDK as is (listed to the model, and the SDK
- * rejects invalid input before anything runs). Any other Standard Schema is listed through its own
- * JSON Schema converter when it has one (Standard JSON Schema), else as an open object, without
- * SDK-side validation: readback validates it, so invalid input becomes a `failed` completion with
- * `errorCode: invalid_input` that the model is shown.
+ * The JSON Schema the model is shown, computed when the SDK first lists the tool: for zod, exactly what the
+ * SDK derives itself (`asSchema`); for another Standard Schema, its own JSON Schema converter when it has
+ * one (Standard JSON Schema), else an open object.
  */
-function inputSchemaOf<I>(action: Action<I, unknown>): Tool<I, Completion>['inputSchema'] {
-  if (isZod(action.input)) return action.input as unknown as Tool<I, Completion>['inputSchema'];
-  const converter = (action.input['~standard'] as { jsonSchema?: JsonSchemaConverter }).jsonSchema;
+function listedSchema(schema: StandardSchemaV1): () => JSONSchema7 | PromiseLike<JSONSchema7> {
+  if (isZod(schema)) return () => asSchema(schema as unknown as InputSchema<unknown>).jsonSchema;
+  const converter = (schema['~standard'] as { jsonSchema?: JsonSchemaConverter }).jsonSchema;
   if (converter && typeof converter.input === 'function') {
-    return jsonSchema<I>(() => converter.input({ target: 'draft-07' }) as JSONSchema7);
+    return () => converter.input({ target: 'draft-07' }) as JSONSchema7;
   }
-  return jsonSchema<I>({ type: 'object', additionalProperties: true });
+  return () => ({ type: 'object', additionalProperties: true });
+}
+
+/**
+ * The tool's input schema. By default a `jsonSchema()` with no `validate`: the SDK lists it and passes the
+ * parsed arguments through untouched (it skips validation when `validate` is absent), so readback's runner
+ * validates them once and an invalid call becomes a recorded `invalid_input` completion instead of an SDK
+ * rejection readback never sees. With `inputValidation: 'sdk'` the SDK validates: a zod schema is handed
+ * over as is (the SDK's own zod path), any other through its Standard Schema `validate`.
+ */
+function inputSchemaOf<I>(action: Action<I, unknown>, validation: 'readback' | 'sdk'): InputSchema<I> {
+  if (validation === 'readback') return jsonSchema<I>(listedSchema(action.input));
+  if (isZod(action.input)) return action.input as unknown as InputSchema<I>;
+  const schema = action.input;
+  return jsonSchema<I>(listedSchema(schema), {
+    validate: async (value) => {
+      const result = await validateInput(schema, value);
+      // The SDK wraps this error in its TypeValidationError, whose message the model is shown.
+      return result.ok
+        ? { success: true, value: result.value }
+        : { success: false, error: new Error(result.issues.join('; ')) };
+    },
+  });
+}
+
+/** The `inputValidation` option, checked: a misspelt value would silently change who validates. */
+function validationOf(options: AiToolOptions): 'readback' | 'sdk' {
+  const value = options.inputValidation ?? 'readback';
+  if (value !== 'readback' && value !== 'sdk') {
+    throw new ReadbackError('invalid_options', "must be 'readback' or 'sdk'", 'inputValidation');
+  }
+  return value;
 }
 
 /** The model's view of a completion: an error output for `failed`/`unknown`, text for every other status. */
@@ -162,12 +203,13 @@ export function aiTool<I, O>(
       'action',
     );
   }
+  const validation = validationOf(options);
   const defaultRunId = `ai:${crypto.randomUUID()}`;
   // No explicit type arguments: ai 7's two-argument overload of tool() reads them as <INPUT, CONTEXT>.
   return tool({
     description: descriptionOf(action, options),
     ...(options.title !== undefined ? { title: options.title } : {}),
-    inputSchema: inputSchemaOf(action as Action<I, unknown>),
+    inputSchema: inputSchemaOf(action as Action<I, unknown>, validation),
     execute: async (input: I, callOptions: ToolCallInfo): Promise<Completion> =>
       runner.run(action, input, contextOf(options, callOptions, defaultRunId)),
     toModelOutput: ({ output }: { output: Completion }) => modelOutput(output),
@@ -179,7 +221,8 @@ export function aiTool<I, O>(
  * resolves to the live tool's own response (readback's `accepted`/`rejected` markers unwrapped) and
  * re-throws the tool's own error, so the model sees what it saw before; readback's verdict goes to the
  * record, the trace and `readback ops list --shadow`, never to the model. A call readback refused before
- * the tool ran (invalid input) throws an error saying so. An action not in shadow mode is refused: use `aiTool`.
+ * the tool ran (invalid input, by default validated by readback) throws an error saying so. An action not in
+ * shadow mode is refused: use `aiTool`.
  */
 export function shadowAiTool<I, O>(
   runner: Runner,
@@ -196,11 +239,12 @@ export function shadowAiTool<I, O>(
       'action',
     );
   }
+  const validation = validationOf(options);
   const defaultRunId = `ai:${crypto.randomUUID()}`;
   return tool({
     description: descriptionOf(action, options),
     ...(options.title !== undefined ? { title: options.title } : {}),
-    inputSchema: inputSchemaOf(action as Action<I, unknown>),
+    inputSchema: inputSchemaOf(action as Action<I, unknown>, validation),
     execute: async (input: I, callOptions: ToolCallInfo): Promise<unknown> => {
       const shadow = await runner.shadow(action, input, contextOf(options, callOptions, defaultRunId));
       if (!shadow.executed) throw new Error(notRunText(shadow.completion));
