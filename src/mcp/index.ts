@@ -75,6 +75,15 @@ export interface McpRegisterOptions extends McpActionOptions {
   actor?: (extra: McpRequestExtra) => string | undefined;
   /** Settings per action name; they override the global `wait`, `destructive` and `tasks`. */
   actions?: Record<string, McpActionOptions>;
+  /**
+   * Who validates a client's arguments against a zod 4 action schema on SDK 1.x. `'readback'` (default): the
+   * SDK lists exactly the JSON Schema it derives from the schema but accepts any arguments, so every call reaches
+   * the runner, which validates it once and records an invalid one (`tool.selected` with `valid: false` and its
+   * issues) as a `failed`/`invalid_input` completion saying what was wrong and where. `'sdk'`: the SDK validates
+   * first and rejects an invalid call with its own error result, which readback never sees; a valid call is then
+   * validated again by the runner. Zod 3 schemas and SDK 2.x always take the `'sdk'` path.
+   */
+  inputValidation?: 'readback' | 'sdk';
 }
 
 const CheckSchema = z.looseObject({
@@ -118,6 +127,41 @@ export const completionSchema = z.looseObject({
 
 /** Input schema for actions whose schema the SDK cannot list: any object; readback validates it on the run. */
 const passthroughInput = z.looseObject({});
+
+/** What SDK 1.x parses a zod 4 schema with, and, for an object, converts with `z.toJSONSchema`. */
+type Zod4 = z.ZodType & { _zod: { def: { type?: string; shape?: unknown } } };
+
+/**
+ * The schema SDK 1.x is given for a zod 4 action schema when readback validates: it parses every argument
+ * object as is, yet `tools/list` shows what the SDK derives from the action's schema. SDK 1.x lists a zod
+ * object as `z.toJSONSchema(schema, { target: 'draft-7', io: 'input' })` and anything else as an empty
+ * object (`normalizeObjectSchema` and `toJsonSchemaCompat` in its server/zod-compat.js and
+ * zod-json-schema-compat.js), so an object is stood in for by an object that checks nothing, carrying that
+ * JSON Schema as zod metadata (which `toJSONSchema` merges over its own output), and anything else by
+ * `z.unknown()`. (`schema.catch(...)` would not do: the SDK lists a non-object as an empty object.)
+ * Undefined when the action's schema has no JSON Schema (the SDK would fail to list it too): the SDK keeps it.
+ */
+function acceptingInput(schema: Zod4): z.ZodType | undefined {
+  const def = schema._zod.def;
+  if (def.type !== 'object' && def.shape === undefined) return z.unknown();
+  let listed: Record<string, unknown>;
+  try {
+    const { $schema: _draft, ...json } = z.toJSONSchema(schema, { target: 'draft-7', io: 'input' });
+    listed = json;
+  } catch {
+    return undefined;
+  }
+  // A loose object lists `additionalProperties: {}`, which metadata can replace but not remove: a schema that
+  // lists none strips unknown keys, so its stand-in keeps the listed keys and strips the rest, as it would.
+  const keys = Object.keys((listed.properties as Record<string, unknown> | undefined) ?? {});
+  const base =
+    'additionalProperties' in listed
+      ? z.looseObject({})
+      : z.object(Object.fromEntries(keys.map((key) => [key, z.unknown()])));
+  // The SDK reads this metadata through zod's global registry, which zod 4 keeps on `globalThis` so that
+  // separate copies of zod (the SDK's, readback's, the app's) share it.
+  return base.meta(listed);
+}
 
 /** True when the schema is a zod schema the SDK can list and validate (zod 4, or zod 3.25+). */
 function isZod(schema: unknown): boolean {
@@ -211,10 +255,12 @@ function requestExtra(raw: unknown): McpRequestExtra {
  * Registers one tool per action on an `McpServer`. Tool name = action name; description = the
  * action's description plus its postcondition. Resolves every call through `runner.run`.
  *
- * Input schemas: a zod action schema is handed to the SDK as is (it is listed in `tools/list`, and
- * the SDK rejects invalid arguments before anything runs); on SDK 2.x so is any Standard Schema that
- * also provides JSON Schema. Any other schema is listed as an open object and validated by readback,
- * so invalid arguments come back as a `failed` completion with `errorCode: invalid_input`.
+ * Input schemas: on SDK 1.x a zod 4 action schema is listed in `tools/list` as the SDK derives it, and
+ * readback validates the arguments (`inputValidation`), so invalid arguments come back as a `failed`
+ * completion with `errorCode: invalid_input`. A zod 3 schema, any zod schema with `inputValidation: 'sdk'`,
+ * and on SDK 2.x any Standard Schema that also provides JSON Schema are handed to the SDK as is (listed,
+ * and invalid arguments rejected by the SDK before anything runs). Any other schema is listed as an open
+ * object and validated by readback.
  */
 export function registerActions(
   server: McpServerLike,
@@ -230,6 +276,10 @@ export function registerActions(
     );
   }
   checkRunner(runner);
+  const validation = options.inputValidation ?? 'readback';
+  if (validation !== 'readback' && validation !== 'sdk') {
+    throw new ReadbackError('invalid_options', "must be 'readback' or 'sdk'", 'inputValidation');
+  }
   // Every argument is checked before the first tool is registered, so a mistake leaves the server as it was.
   const list = actionList(actions, options.actions);
   const connection = `mcp:${crypto.randomUUID()}`;
@@ -281,10 +331,14 @@ export function registerActions(
   for (const action of list) {
     const own = { ...options, ...options.actions?.[action.name] };
     const usable = v2 ? hasJsonSchema(action.input) : isZod(action.input);
+    const accepting =
+      usable && !v2 && validation === 'readback' && '_zod' in action.input
+        ? acceptingInput(action.input as unknown as Zod4)
+        : undefined;
     const config = {
       ...(own.title !== undefined ? { title: own.title } : {}),
       description: `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
-      inputSchema: usable ? (action.input as unknown) : passthroughInput,
+      inputSchema: accepting ?? (usable ? (action.input as unknown) : passthroughInput),
       outputSchema: completionSchema,
       annotations: toolAnnotations(action, own),
     };

@@ -9,7 +9,7 @@ import { closeAfterEach, completionOf, link, textOf } from './support.js';
 
 const track = closeAfterEach();
 
-async function zodServer() {
+async function zodServer(inputValidation?: 'sdk') {
   const { clock, tickets } = oneTicket();
   const assign = assignTicket(
     tickets,
@@ -17,7 +17,7 @@ async function zodServer() {
     () => 'acme',
   );
   const server = new McpServer({ name: 'zod', version: '1.0.0' });
-  registerActions(server, createRunner({ clock }), [assign]);
+  registerActions(server, createRunner({ clock }), [assign], inputValidation ? { inputValidation } : {});
   const { client, tools } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
   return { client, tickets, tools };
 }
@@ -46,8 +46,8 @@ describe('readback/mcp with a zod input schema', () => {
     expect((await tickets.get('T-1'))?.assignee).toBe('ana');
   });
 
-  it('invalid arguments are refused by the SDK before anything runs (an error result, no completion)', async () => {
-    const { client, tickets } = await zodServer();
+  it('with inputValidation: sdk, invalid arguments are refused by the SDK before anything runs (an error result, no completion)', async () => {
+    const { client, tickets } = await zodServer('sdk');
     const result = await client.callTool({ name: 'assign_ticket', arguments: { id: 'T-1', assignee: '' } });
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toBeUndefined();
