@@ -76,12 +76,14 @@ export interface McpRegisterOptions extends McpActionOptions {
   /** Settings per action name; they override the global `wait`, `destructive` and `tasks`. */
   actions?: Record<string, McpActionOptions>;
   /**
-   * Who validates a client's arguments against a zod 4 action schema on SDK 1.x. `'readback'` (default): the
-   * SDK lists exactly the JSON Schema it derives from the schema but accepts any arguments, so every call reaches
+   * Who validates a client's arguments against a schema the SDK can list (a zod 4 schema on SDK 1.x, one with
+   * Standard JSON Schema on SDK 2.x). `'readback'` (default): the SDK lists exactly the JSON Schema it derives
+   * from the schema but accepts any arguments, so every call reaches
    * the runner, which validates it once and records an invalid one (`tool.selected` with `valid: false` and its
    * issues) as a `failed`/`invalid_input` completion saying what was wrong and where. `'sdk'`: the SDK validates
    * first and rejects an invalid call with its own error result, which readback never sees; a valid call is then
-   * validated again by the runner. Zod 3 schemas and SDK 2.x always take the `'sdk'` path.
+   * validated again by the runner. On SDK 1.x a zod 3 schema always takes the `'sdk'` path; on SDK 2.x any
+   * schema the SDK can list (one with Standard JSON Schema) takes either.
    */
   inputValidation?: 'readback' | 'sdk';
 }
@@ -161,6 +163,32 @@ function acceptingInput(schema: Zod4): z.ZodType | undefined {
   // The SDK reads this metadata through zod's global registry, which zod 4 keeps on `globalThis` so that
   // separate copies of zod (the SDK's, readback's, the app's) share it.
   return base.meta(listed);
+}
+
+/** The Standard JSON Schema side of a schema (`~standard.jsonSchema`), which SDK 2.x lists tools by. */
+interface JsonSchemaSide {
+  input(options: unknown): unknown;
+  output(options: unknown): unknown;
+}
+
+/**
+ * The schema SDK 2.x is given for an action schema when readback validates: a Standard Schema whose JSON Schema is
+ * the action schema's own (the SDK lists a tool by `~standard.jsonSchema.input`, so `tools/list` is unchanged) and
+ * whose `validate` accepts every value as it is, so every call reaches the runner, which validates it once.
+ */
+function acceptingStandard(schema: unknown): unknown {
+  const side = (schema as { '~standard': { jsonSchema: JsonSchemaSide } })['~standard'].jsonSchema;
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'readback',
+      validate: (value: unknown) => ({ value }),
+      jsonSchema: {
+        input: (options: unknown) => side.input(options),
+        output: (options: unknown) => side.output(options),
+      },
+    },
+  };
 }
 
 /** True when the schema is a zod schema the SDK can list and validate (zod 4, or zod 3.25+). */
@@ -255,12 +283,12 @@ function requestExtra(raw: unknown): McpRequestExtra {
  * Registers one tool per action on an `McpServer`. Tool name = action name; description = the
  * action's description plus its postcondition. Resolves every call through `runner.run`.
  *
- * Input schemas: on SDK 1.x a zod 4 action schema is listed in `tools/list` as the SDK derives it, and
- * readback validates the arguments (`inputValidation`), so invalid arguments come back as a `failed`
- * completion with `errorCode: invalid_input`. A zod 3 schema, any zod schema with `inputValidation: 'sdk'`,
- * and on SDK 2.x any Standard Schema that also provides JSON Schema are handed to the SDK as is (listed,
- * and invalid arguments rejected by the SDK before anything runs). Any other schema is listed as an open
- * object and validated by readback.
+ * Input schemas: a zod 4 action schema on SDK 1.x, or on SDK 2.x any Standard Schema that also provides
+ * JSON Schema, is listed in `tools/list` as the SDK derives it, and readback validates the arguments
+ * (`inputValidation`), so invalid arguments come back as a `failed` completion with `errorCode:
+ * invalid_input`. With `inputValidation: 'sdk'`, and for a zod 3 schema on SDK 1.x, the schema is handed to
+ * the SDK as is (listed, and invalid arguments rejected by the SDK before anything runs). Any other schema
+ * is listed as an open object and validated by readback.
  */
 export function registerActions(
   server: McpServerLike,
@@ -332,9 +360,13 @@ export function registerActions(
     const own = { ...options, ...options.actions?.[action.name] };
     const usable = v2 ? hasJsonSchema(action.input) : isZod(action.input);
     const accepting =
-      usable && !v2 && validation === 'readback' && '_zod' in action.input
-        ? acceptingInput(action.input as unknown as Zod4)
-        : undefined;
+      !usable || validation !== 'readback'
+        ? undefined
+        : v2
+          ? acceptingStandard(action.input)
+          : '_zod' in action.input
+            ? acceptingInput(action.input as unknown as Zod4)
+            : undefined;
     const config = {
       ...(own.title !== undefined ? { title: own.title } : {}),
       description: `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,

@@ -12,13 +12,14 @@ import { closeAfterEach, completionOf, textOf } from './support.js';
 // The same registerActions, on the v2 split packages: the v2 McpServer and the v2 Client, unmodified.
 const track = closeAfterEach();
 
-async function connect(wrap: (runner: Runner) => Runner = (runner) => runner) {
+async function connect(wrap: (runner: Runner) => Runner = (runner) => runner, inputValidation?: 'sdk') {
   const { hd, runner } = helpdesk();
   // An ArkType input schema: SDK 2.x lists and validates any Standard Schema that carries JSON Schema.
   const assign = assignTicket(hd.tickets, type({ id: 'string', assignee: 'string > 0' }), () => 'acme');
   const server = new McpServer({ name: 'helpdesk', version: '1.0.0' });
   registerActions(server, wrap(runner), [...Object.values(hd.actions), assign], {
     scope: { tenant: 'acme' },
+    ...(inputValidation ? { inputValidation } : {}),
   });
   const client = new Client({ name: 'v2-client', version: '1.0.0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -121,12 +122,15 @@ describe('readback/mcp on the v2 split packages (@modelcontextprotocol/server + 
     expect(hd.tickets.writes).toEqual([]);
   });
 
-  it('an ArkType input is validated by the SDK before anything runs; a valid one is verified', async () => {
-    const { client, hd } = await connect();
+  it('an ArkType input: listed as the SDK derives it, invalid arguments reach readback (invalid_input), nothing runs; a valid one is verified', async () => {
+    const { client, hd, tools } = await connect();
+    const bySdk = await connect(undefined, 'sdk');
+    const listed = (list: typeof tools) => list.tools.find((t) => t.name === 'assign_ticket')?.inputSchema;
+    expect(listed(tools)).toStrictEqual(listed(bySdk.tools));
     const bad = await client.callTool({ name: 'assign_ticket', arguments: { id: 'T-104', assignee: '' } });
     expect(bad.isError).toBe(true);
-    // The SDK's own validation error: no completion, because readback never ran.
-    expect(bad.structuredContent).toBeUndefined();
+    expect(completionOf(bad)).toMatchObject({ status: 'failed', errorCode: 'invalid_input' });
+    expect(completionOf(bad).reason).toMatch(/assignee/);
     expect(hd.tickets.writes).toEqual([]);
     const good = await client.callTool({
       name: 'assign_ticket',
@@ -134,6 +138,14 @@ describe('readback/mcp on the v2 split packages (@modelcontextprotocol/server + 
     });
     expect(completionOf(good).status).toBe('verified');
     expect((await hd.tickets.get('T-104'))?.assignee).toBe('ana');
+  });
+
+  it("with inputValidation: 'sdk', the SDK rejects an invalid ArkType input itself (no completion: readback never ran)", async () => {
+    const { client, hd } = await connect(undefined, 'sdk');
+    const bad = await client.callTool({ name: 'assign_ticket', arguments: { id: 'T-104', assignee: '' } });
+    expect(bad.isError).toBe(true);
+    expect(bad.structuredContent).toBeUndefined();
+    expect(hd.tickets.writes).toEqual([]);
   });
 
   it('run context from the v2 ServerContext: scope, the request signal, one run id per connection', async () => {
