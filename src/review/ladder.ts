@@ -228,11 +228,16 @@ export function evidenceFor(call: IncidentCall): Evidence {
   if (rb !== undefined) {
     const code = rb.errorCode ?? rb.status;
     const why = rb.reason ? `: ${rb.reason}` : '';
+    const kind = readbackKind(rb);
     return {
       status: rb.status,
-      kind: readbackKind(rb),
+      kind,
       code,
-      summary: `read back ${rb.status} (${code})${why}`,
+      // Refused arguments were never read back: nothing ran, so there was nothing to read.
+      summary:
+        kind === 'invalid_args'
+          ? `readback refused the arguments, nothing ran (${rb.status}, ${code})${why}`
+          : `read back ${rb.status} (${code})${why}`,
       source: 'readback',
       at: rb.at,
     };
