@@ -11,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { OTEL_NAMES, otelSink } from '../../src/otel/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
+import { COMMITTED_UPDATE_EVENTS } from '../trace/support.js';
 import { otelHarness } from './support.js';
 
 // A call whose span does not record (no SDK, or sampled out) has little or nothing to give the OTel sink: the
@@ -65,20 +66,7 @@ describe('otelSink on calls it has nothing to record for', () => {
     await runner.run(hd.actions.updateTicket, { id: 'T-1', status: 'resolved' }, ctx);
 
     expect(seen).toEqual(['run.started']);
-    expect(all).toEqual([
-      'run.started',
-      'tool.selected',
-      'permission.decided',
-      'operation.reserved',
-      'state.transition',
-      'observe',
-      'state.transition',
-      'execute.started',
-      'execute.finished',
-      'observe',
-      'state.transition',
-      'completion',
-    ]);
+    expect(all).toEqual(COMMITTED_UPDATE_EVENTS);
   });
 
   it('a sampled-out span with live metrics: only the end reaches the sink, and the call is still counted', async () => {

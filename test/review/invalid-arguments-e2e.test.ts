@@ -25,10 +25,19 @@ const track = closeAfterEach();
 const schema = () => z.object({ id: z.string(), assignee: z.string().min(1) });
 const CLAIM = 'T-1 is now assigned.';
 
-async function reviewOf(trace: string) {
+/** Reviews the trace with the answer that claimed the assignment: the answer is the first unsupported transition. */
+async function expectAnswerFound(trace: string) {
   const r = await runCli(['review', trace, '--json', '--request', 'Assign T-1 to Ana', '--answer', CLAIM]);
   expect(r.stderr).toBe('');
-  return { code: r.code, json: JSON.parse(r.stdout) };
+  expect(r.code).toBe(3);
+  const json = JSON.parse(r.stdout);
+  expect(json.first).toMatchObject({
+    where: 'final_answer',
+    class: 'wrong_text',
+    action: 'assign_ticket',
+    evidence: { status: 'failed', kind: 'invalid_args', code: 'invalid_input', source: 'readback' },
+  });
+  expect(json.first.evidence.summary).toMatch(/^readback refused the arguments, nothing ran .*assignee/);
 }
 
 describe('refused arguments end to end: framework → readback → trace → review', () => {
@@ -48,15 +57,7 @@ describe('refused arguments end to end: framework → readback → trace → rev
     await sink.close();
 
     expect(tickets.writes).toEqual([]);
-    const { code, json } = await reviewOf(trace);
-    expect(code).toBe(3);
-    expect(json.first).toMatchObject({
-      where: 'final_answer',
-      class: 'wrong_text',
-      action: 'assign_ticket',
-      evidence: { status: 'failed', kind: 'invalid_args', code: 'invalid_input', source: 'readback' },
-    });
-    expect(json.first.evidence.summary).toMatch(/^readback refused the arguments, nothing ran .*assignee/);
+    await expectAnswerFound(trace);
   });
 
   it('MCP (SDK client over memory): the invalid call is in the trace, and the answer claiming it done is found', async () => {
@@ -72,14 +73,6 @@ describe('refused arguments end to end: framework → readback → trace → rev
 
     expect(result.isError).toBe(true);
     expect(tickets.writes).toEqual([]);
-    const { code, json } = await reviewOf(trace);
-    expect(code).toBe(3);
-    expect(json.first).toMatchObject({
-      where: 'final_answer',
-      class: 'wrong_text',
-      action: 'assign_ticket',
-      evidence: { status: 'failed', kind: 'invalid_args', code: 'invalid_input', source: 'readback' },
-    });
-    expect(json.first.evidence.summary).toMatch(/^readback refused the arguments, nothing ran .*assignee/);
+    await expectAnswerFound(trace);
   });
 });

@@ -10,7 +10,7 @@ import {
 } from '../../src/index.js';
 import { Tracer } from '../../src/runner/tracer.js';
 import { createHelpdesk } from '../../src/testing/index.js';
-import { ctx, ofType, sha256OfCanonical, tracedSetup } from './support.js';
+import { COMMITTED_UPDATE_EVENTS, ctx, ofType, sha256OfCanonical, tracedSetup } from './support.js';
 
 describe('the run record', () => {
   it('run.started names a tool call id only when the caller gave one, not the one readback generated', async () => {
@@ -37,20 +37,7 @@ describe('the run record', () => {
       },
     );
     expect(c.status).toBe('verified');
-    expect(events.map((e) => e.type)).toEqual([
-      'run.started',
-      'tool.selected',
-      'permission.decided',
-      'operation.reserved',
-      'state.transition',
-      'observe',
-      'state.transition',
-      'execute.started',
-      'execute.finished',
-      'observe',
-      'state.transition',
-      'completion',
-    ]);
+    expect(events.map((e) => e.type)).toEqual(COMMITTED_UPDATE_EVENTS);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     for (const e of events) {
       expect(e).toMatchObject({

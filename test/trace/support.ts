@@ -36,3 +36,19 @@ export function ofType<T extends TraceEvent['type']>(
 ): Extract<TraceEvent, { type: T }>[] {
   return events.filter((e): e is Extract<TraceEvent, { type: T }> => e.type === type);
 }
+
+/** Every event a committed helpdesk ticket update with a baseline read emits, in order. */
+export const COMMITTED_UPDATE_EVENTS = [
+  'run.started',
+  'tool.selected',
+  'permission.decided',
+  'operation.reserved',
+  'state.transition',
+  'observe',
+  'state.transition',
+  'execute.started',
+  'execute.finished',
+  'observe',
+  'state.transition',
+  'completion',
+] as const;
