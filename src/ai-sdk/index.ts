@@ -96,15 +96,14 @@ interface JsonSchemaConverter {
 type InputSchema<I> = Tool<I, Completion>['inputSchema'];
 
 /**
- * The JSON Schema the model is shown, computed when the SDK first lists the tool: for zod, exactly what the
- * SDK derives itself (`asSchema`); for another Standard Schema, its own JSON Schema converter when it has
- * one (Standard JSON Schema), else an open object.
+ * The JSON Schema the model is shown, computed when the SDK first lists the tool: for zod, or another Standard
+ * Schema with its own JSON Schema converter (Standard JSON Schema), exactly what the SDK derives itself
+ * (`asSchema`, which also closes every object with `additionalProperties: false`); else an open object.
  */
 function listedSchema(schema: StandardSchemaV1): () => JSONSchema7 | PromiseLike<JSONSchema7> {
-  if (isZod(schema)) return () => asSchema(schema as unknown as InputSchema<unknown>).jsonSchema;
   const converter = (schema['~standard'] as { jsonSchema?: JsonSchemaConverter }).jsonSchema;
-  if (converter && typeof converter.input === 'function') {
-    return () => converter.input({ target: 'draft-07' }) as JSONSchema7;
+  if (isZod(schema) || (converter && typeof converter.input === 'function')) {
+    return () => asSchema(schema as unknown as InputSchema<unknown>).jsonSchema;
   }
   return () => ({ type: 'object', additionalProperties: true });
 }

@@ -154,12 +154,15 @@ function acceptingInput(schema: Zod4): z.ZodType | undefined {
     return undefined;
   }
   // A loose object lists `additionalProperties: {}`, which metadata can replace but not remove: a schema that
-  // lists none strips unknown keys, so its stand-in keeps the listed keys and strips the rest, as it would.
-  const keys = Object.keys((listed.properties as Record<string, unknown> | undefined) ?? {});
+  // lists none strips unknown keys, so its stand-in keeps the schema's own keys (not the listed ones, which a
+  // root `.meta({ id })` moves behind a `$ref`) and strips the rest, as it would. Each key is optional: zod 4
+  // requires a `z.unknown()` key, which would refuse a call that leaves out an optional or defaulted field
+  // before readback sees it, and list every field as required when none is.
+  const keys = Object.keys((def.shape as Record<string, unknown> | undefined) ?? {});
   const base =
     'additionalProperties' in listed
       ? z.looseObject({})
-      : z.object(Object.fromEntries(keys.map((key) => [key, z.unknown()])));
+      : z.object(Object.fromEntries(keys.map((key) => [key, z.unknown().optional()])));
   // The SDK reads this metadata through zod's global registry, which zod 4 keeps on `globalThis` so that
   // separate copies of zod (the SDK's, readback's, the app's) share it.
   return base.meta(listed);
