@@ -6,11 +6,12 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as z3 from 'zod/v3';
-import { type AnyAction, callbackSink, createRunner, type TraceEvent } from '../../src/index.js';
+import { callbackSink, createRunner, type TraceEvent } from '../../src/index.js';
 import { completionText } from '../../src/integrations/text.js';
 import { type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
 import type { StandardSchemaV1 } from '../../src/schema.js';
 import { assignTicket, oneTicket } from '../support/helpdesk.js';
+import { listedOnV1 } from './listing.js';
 import { closeAfterEach, completionOf, link, textOf } from './support.js';
 
 const track = closeAfterEach();
@@ -43,18 +44,7 @@ async function served(
 const selected = (events: TraceEvent[]) => events.filter((e) => e.type === 'tool.selected');
 const invalid = { name: 'assign_ticket', arguments: { id: 'T-1', assignee: '' } };
 
-/** The input schema `tools/list` shows for `schema`: handed to the SDK as is, or through registerActions. */
-async function listed(schema: unknown, via: 'sdk' | 'readback') {
-  const server = new McpServer({ name: 'list', version: '1.0.0' });
-  if (via === 'sdk') {
-    server.registerTool('t', { inputSchema: schema as z.ZodObject }, async () => ({ content: [] }));
-  } else {
-    const action = { ...assignTicket(oneTicket().tickets, schema as AssignInput), name: 't' } as AnyAction;
-    registerActions(server, createRunner(), [action]);
-  }
-  const { tools } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
-  return tools.tools[0]?.inputSchema;
-}
+const listed = (schema: unknown, via: 'sdk' | 'readback') => listedOnV1(schema, via, track);
 
 interface Node {
   label: string;

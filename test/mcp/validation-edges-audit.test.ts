@@ -12,7 +12,8 @@ import { type AnyAction, callbackSink, createRunner, type TraceEvent } from '../
 import { type McpRegisterOptions, registerActions } from '../../src/mcp/index.js';
 import type { StandardSchemaV1 } from '../../src/schema.js';
 import { assignTicket, oneTicket } from '../support/helpdesk.js';
-import { closeAfterEach, completionOf, link, textOf } from './support.js';
+import { listedOnV1 } from './listing.js';
+import { closeAfterEach, completionOf, textOf } from './support.js';
 
 const track = closeAfterEach();
 type AssignInput = StandardSchemaV1<unknown, { id: string; assignee: string }>;
@@ -37,18 +38,7 @@ async function served(schema: unknown, options: McpRegisterOptions = {}) {
 
 const selected = (events: TraceEvent[]) => events.filter((e) => e.type === 'tool.selected');
 
-/** The input schema `tools/list` shows for `schema` on SDK 1.x: handed to the SDK as is, or through registerActions. */
-async function listed(schema: unknown, via: 'sdk' | 'readback') {
-  const server = new McpServer({ name: 'list', version: '1.0.0' });
-  if (via === 'sdk') {
-    server.registerTool('t', { inputSchema: schema as z.ZodObject }, async () => ({ content: [] }));
-  } else {
-    const action = { ...assignTicket(oneTicket().tickets, schema as AssignInput), name: 't' } as AnyAction;
-    registerActions(server, createRunner(), [action]);
-  }
-  const { tools } = track(await link(server, new Client({ name: 'c', version: '1.0.0' })));
-  return tools.tools[0]?.inputSchema;
-}
+const listed = (schema: unknown, via: 'sdk' | 'readback') => listedOnV1(schema, via, track);
 
 /** The same on SDK 2.x (`@modelcontextprotocol/server` with the 2.x client). */
 async function listedV2(schema: unknown, via: 'sdk' | 'readback') {
