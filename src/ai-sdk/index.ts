@@ -29,6 +29,7 @@ import {
   notRunText,
 } from '../integrations/text.js';
 import { guardAnswer } from '../messages/guard.js';
+import { prevalidated } from '../runner/prevalidated.js';
 import type { Runner, RunOptions } from '../runner/runner.js';
 import { type StandardSchemaV1, validateInput } from '../schema.js';
 
@@ -159,6 +160,17 @@ function contextOf(options: AiToolOptions, callOptions: ToolCallInfo, defaultRun
   }
 }
 
+/** The run context of one call; with `inputValidation: 'sdk'` the SDK parsed the input with the action's schema. */
+function callContext(
+  options: AiToolOptions,
+  callOptions: ToolCallInfo,
+  defaultRunId: string,
+  validation: 'readback' | 'sdk',
+): RunOptions {
+  const ctx = contextOf(options, callOptions, defaultRunId);
+  return validation === 'sdk' ? prevalidated(ctx) : ctx;
+}
+
 function resolveContext(options: AiToolOptions, callOptions: ToolCallInfo, defaultRunId: string): RunOptions {
   const scope = resolve(options.scope, callOptions);
   const actor = resolve(options.actor, callOptions);
@@ -210,7 +222,7 @@ export function aiTool<I, O>(
     ...(options.title !== undefined ? { title: options.title } : {}),
     inputSchema: inputSchemaOf(action as Action<I, unknown>, validation),
     execute: async (input: I, callOptions: ToolCallInfo): Promise<Completion> =>
-      runner.run(action, input, contextOf(options, callOptions, defaultRunId)),
+      runner.run(action, input, callContext(options, callOptions, defaultRunId, validation)),
     toModelOutput: ({ output }: { output: Completion }) => modelOutput(output),
   });
 }
@@ -245,7 +257,11 @@ export function shadowAiTool<I, O>(
     ...(options.title !== undefined ? { title: options.title } : {}),
     inputSchema: inputSchemaOf(action as Action<I, unknown>, validation),
     execute: async (input: I, callOptions: ToolCallInfo): Promise<unknown> => {
-      const shadow = await runner.shadow(action, input, contextOf(options, callOptions, defaultRunId));
+      const shadow = await runner.shadow(
+        action,
+        input,
+        callContext(options, callOptions, defaultRunId, validation),
+      );
       if (!shadow.executed) throw new Error(notRunText(shadow.completion));
       return liveResponse(shadow.result).value;
     },

@@ -27,6 +27,7 @@ import {
   notRunText,
   rawText,
 } from '../integrations/text.js';
+import { prevalidated } from '../runner/prevalidated.js';
 import type { Runner } from '../runner/runner.js';
 import { type McpTaskOptions, type McpTaskServerLike, registerTaskTool } from './tasks.js';
 import type { McpToolAnnotations, McpToolResult } from './types.js';
@@ -370,6 +371,10 @@ export function registerActions(
           : '_zod' in action.input
             ? acceptingInput(action.input as unknown as Zod4)
             : undefined;
+    // The SDK was handed the action's own schema, so the arguments a handler gets are its output: taken as they are.
+    const sdkValidates = usable && accepting === undefined;
+    const callContext = (raw: unknown) =>
+      sdkValidates ? prevalidated(context(raw, own)) : context(raw, own);
     const config = {
       ...(own.title !== undefined ? { title: own.title } : {}),
       description: `${action.description}\nPostcondition (checked by reading back the state): ${action.postcondition}`,
@@ -381,7 +386,7 @@ export function registerActions(
       // No outputSchema: the client gets whatever the live tool returned, not a completion.
       const { outputSchema: _completion, ...shadowConfig } = config;
       const handler: ToolHandler = async (args, extra) => {
-        const { executed, result, completion } = await runner.shadow(action, args, context(extra, own));
+        const { executed, result, completion } = await runner.shadow(action, args, callContext(extra));
         return executed
           ? liveToolResult(result)
           : { content: [{ type: 'text', text: notRunText(completion) }], isError: true };
@@ -399,7 +404,7 @@ export function registerActions(
             action,
             config,
             context: (raw) => {
-              const { signal: _ignored, ...ctx } = context(raw, own);
+              const { signal: _ignored, ...ctx } = callContext(raw);
               return ctx;
             },
             toolResult,
@@ -412,7 +417,7 @@ export function registerActions(
       continue;
     }
     const handler: ToolHandler = async (args, extra) =>
-      toolResult(await runner.run(action, args, context(extra, own)));
+      toolResult(await runner.run(action, args, callContext(extra)));
     add(action, () => server.registerTool(action.name, config, handler));
   }
 }

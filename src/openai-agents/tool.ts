@@ -15,6 +15,7 @@ import type { Action, AnyAction, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { actionList, checkRunner } from '../integrations/options.js';
 import { CONTEXT_REFUSED_TEXT, completionText, liveResponse, notRunText } from '../integrations/text.js';
+import { prevalidated } from '../runner/prevalidated.js';
 import type { Runner, RunOptions } from '../runner/runner.js';
 import { existingLedger, ledgerOf } from './runs.js';
 
@@ -198,6 +199,8 @@ export function agentTool<I, O>(
         // The arguments were fine: telling the model they were rejected would have it change them and retry.
         return CONTEXT_REFUSED_TEXT;
       }
+      // In strict mode the SDK parsed the arguments with the action's own zod schema: its output is the input.
+      if (strict) prevalidated(ctx);
       if (shadowed) return shadowCall(input, ctx);
       let completion: Completion;
       try {

@@ -13,6 +13,7 @@ import { Drive } from './drive.js';
 import { parkedDue } from './follow.js';
 import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './options.js';
 import { type Outcome, toCompletion } from './outcome.js';
+import { type MaybePrevalidated, PREVALIDATED } from './prevalidated.js';
 import { describeError } from './readback.js';
 import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
 import {
@@ -252,7 +253,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       return early({ status: 'failed', errorCode: 'aborted', reason: 'aborted before start' });
     let validated: Validated<I>;
     try {
-      const result = validateInput(action.input, rawInput);
+      // An integration's framework already parsed the arguments with this schema: parsing its output again would
+      // run the schema's transforms twice.
+      const result = (ctx as MaybePrevalidated)[PREVALIDATED]
+        ? { ok: true as const, value: rawInput as I }
+        : validateInput(action.input, rawInput);
       validated = result instanceof Promise ? await result : result;
     } catch (error) {
       t?.selected(false, rawInput, { issues: ['validation threw'] });
