@@ -46,7 +46,7 @@ function marked(assignee?: z.ZodType<string>) {
 }
 
 /** What the call left behind: the ticket's assignee, the parses, and the validated input the trace recorded. */
-async function after(setup: ReturnType<typeof marked>) {
+async function leftBehind(setup: ReturnType<typeof marked>) {
   const selected = setup.events.find((e) => e.type === 'tool.selected');
   return {
     assignee: (await setup.tickets.get('T-1'))?.assignee,
@@ -70,7 +70,7 @@ describe('a schema the framework already parsed is not parsed again', () => {
       [assistantMessage('Assigned.')],
     ]);
     await runAgent(setup.runner, model, [agentTool(setup.runner, setup.action, { scope })]);
-    expect(await after(setup)).toEqual({ ...once, assignee: 'ana' });
+    expect(await leftBehind(setup)).toEqual({ ...once, assignee: 'ana' });
   });
 
   it("AI SDK with inputValidation: 'sdk': the transform runs once", async () => {
@@ -83,7 +83,7 @@ describe('a schema the framework already parsed is not parsed again', () => {
       stopWhen: stepCountIs(3),
       prompt: 'Assign T-1 to ana.',
     });
-    expect(await after(setup)).toEqual(once);
+    expect(await leftBehind(setup)).toEqual(once);
   });
 
   it('AI SDK by default (readback validates the raw arguments): the transform runs once', async () => {
@@ -94,7 +94,7 @@ describe('a schema the framework already parsed is not parsed again', () => {
       stopWhen: stepCountIs(3),
       prompt: 'Assign T-1 to ana.',
     });
-    expect(await after(setup)).toEqual(once);
+    expect(await leftBehind(setup)).toEqual(once);
   });
 
   it("MCP with inputValidation: 'sdk', and by default: the transform runs once", async () => {
@@ -108,7 +108,7 @@ describe('a schema the framework already parsed is not parsed again', () => {
         arguments: { id: 'T-1', assignee: 'ana' },
       });
       expect(completionOf(result).status).toBe('verified');
-      expect(await after(setup)).toEqual(once);
+      expect(await leftBehind(setup)).toEqual(once);
     }
   });
 });
