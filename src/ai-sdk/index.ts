@@ -75,7 +75,7 @@ export interface AiToolOptions {
    * (`tool.selected` with `valid: false` and its issues) as a `failed`/`invalid_input` completion that tells
    * the model what was wrong and where. `'sdk'`: the SDK validates first and rejects an invalid call itself
    * (a `tool-error` with `InvalidToolInputError`, which `experimental_repairToolCall` can repair), so readback
-   * never sees it; a valid call is then validated again by the runner.
+   * never sees it; the runner takes a valid call's parsed arguments as they are (see `PREVALIDATED`).
    */
   inputValidation?: 'readback' | 'sdk';
 }

@@ -82,8 +82,8 @@ export interface McpRegisterOptions extends McpActionOptions {
    * from the schema but accepts any arguments, so every call reaches
    * the runner, which validates it once and records an invalid one (`tool.selected` with `valid: false` and its
    * issues) as a `failed`/`invalid_input` completion saying what was wrong and where. `'sdk'`: the SDK validates
-   * first and rejects an invalid call with its own error result, which readback never sees; a valid call is then
-   * validated again by the runner. On SDK 1.x a zod 3 schema always takes the `'sdk'` path; on SDK 2.x any
+   * first and rejects an invalid call with its own error result, which readback never sees; the runner takes a
+   * valid call's parsed arguments as they are (see `PREVALIDATED`). On SDK 1.x a zod 3 schema always takes the `'sdk'` path; on SDK 2.x any
    * schema the SDK can list (one with Standard JSON Schema) takes either.
    */
   inputValidation?: 'readback' | 'sdk';
