@@ -1,8 +1,10 @@
 // The actions module the reconcile CLI tests load: an accepted-mode `deliver_note` whose provider always reports
 // the note delivered, so a reconcile that runs settles a seeded operation and one refused leaves it pending.
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { expect } from 'vitest';
+import { afterEach, beforeEach, expect, vi } from 'vitest';
 import type { Action } from '../../src/contract/types.js';
 import { createRunner } from '../../src/runner/runner.js';
 import type { OperationStore } from '../../src/store/types.js';
@@ -46,4 +48,26 @@ export async function seedPendingNote(
   await store.close();
   await new Promise((r) => setTimeout(r, 20));
   return c.operationId;
+}
+
+/**
+ * Per test, a fresh folder holding the actions module (`modulePath`) and a store path (`db`), with the CLI's stores
+ * routed to `stores`; removed after the test, with any stubbed environment. The paths change per test: read them
+ * from the returned object.
+ */
+export function deliverNoteFolder(prefix: string, stores: { route(): void; clear(): void }) {
+  const paths = { dir: '', db: '', modulePath: '' };
+  beforeEach(() => {
+    paths.dir = mkdtempSync(join(tmpdir(), prefix));
+    paths.db = join(paths.dir, 'ops.db');
+    paths.modulePath = join(paths.dir, 'actions.mjs');
+    writeFileSync(paths.modulePath, DELIVER_NOTE_MODULE);
+    stores.route();
+  });
+  afterEach(() => {
+    stores.clear();
+    vi.unstubAllEnvs();
+    rmSync(paths.dir, { recursive: true, force: true });
+  });
+  return paths;
 }

@@ -2,13 +2,12 @@
 // keep (2^31-1 ms) fires at once, and a lease shorter than a renewal round trip lapses while its operation is
 // read. Both used to be taken as given. And an actions module whose exports throw when read, or whose error
 // message has line breaks, used to print a raw stack or several lines instead of one line naming the module.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MIN_LEASE_MS } from '../../src/cli/reconcile.js';
 import { MAX_TIMER_MS } from '../../src/clock.js';
-import { DELIVER_NOTE_MODULE, seedPendingNote } from './deliver-note.js';
+import { DELIVER_NOTE_MODULE, deliverNoteFolder, seedPendingNote } from './deliver-note.js';
 import { storesByPath } from './stand-ins.js';
 import { runCli } from './support.js';
 
@@ -19,35 +18,20 @@ vi.mock('../../src/cli/store.js', async (importOriginal) => {
   return { ...real, openStore: vi.fn(real.openStore) };
 });
 
-const MODULE = DELIVER_NOTE_MODULE;
+const _MODULE = DELIVER_NOTE_MODULE;
 
-let dir: string;
-let db: string;
-let modulePath: string;
+const paths = deliverNoteFolder('readback-flags-audit-', stores);
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'readback-flags-audit-'));
-  db = join(dir, 'ops.db');
-  modulePath = join(dir, 'actions.mjs');
-  writeFileSync(modulePath, MODULE);
-  stores.route();
-});
-
-afterEach(() => {
-  stores.clear();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const seed = () => seedPendingNote(modulePath, () => stores.create(db));
+const seed = () => seedPendingNote(paths.modulePath, () => stores.create(paths.db));
 
 async function record(id: string): Promise<{ status: string; claims: number }> {
-  const { stdout } = await runCli(['ops', 'show', id, '--store', db, '--json']);
+  const { stdout } = await runCli(['ops', 'show', id, '--store', paths.db, '--json']);
   const shown = JSON.parse(stdout) as { record: { status: string }; events: { type: string }[] };
   return { status: shown.record.status, claims: shown.events.filter((e) => e.type === 'claimed').length };
 }
 
 const reconcile = (...flags: string[]) =>
-  runCli(['reconcile', '--store', db, '--actions', modulePath, '--once', ...flags]);
+  runCli(['reconcile', '--store', paths.db, '--actions', paths.modulePath, '--once', ...flags]);
 
 describe('readback reconcile --lease-ms', () => {
   it('refuses a lease shorter than a renewal round trip or longer than a timer, before claiming anything, and takes both ends', async () => {
@@ -78,8 +62,8 @@ describe('readback reconcile --lease-ms', () => {
 
     // Both ends of the range are taken.
     for (const value of [String(MIN_LEASE_MS), String(MAX_TIMER_MS)]) {
-      rmSync(db, { force: true });
-      for (const side of ['-wal', '-shm']) rmSync(`${db}${side}`, { force: true });
+      rmSync(paths.db, { force: true });
+      for (const side of ['-wal', '-shm']) rmSync(`${paths.db}${side}`, { force: true });
       const fresh = await seed();
       const r = await reconcile('--lease-ms', value, '--json');
       expect(r.code, r.stderr).toBe(0);
@@ -103,7 +87,7 @@ describe('readback reconcile --reconnect-*-ms', () => {
         '--store',
         url,
         '--actions',
-        modulePath,
+        paths.modulePath,
         flag,
         String(MAX_TIMER_MS + 1),
       ]);
@@ -117,11 +101,11 @@ describe('readback reconcile --reconnect-*-ms', () => {
 
 describe('an actions module that fails while it loads', () => {
   const load = async (name: string, source: string, command: 'reconcile' | 'audit') => {
-    const path = join(dir, name);
+    const path = join(paths.dir, name);
     writeFileSync(path, source);
     const r =
       command === 'reconcile'
-        ? await runCli(['reconcile', '--store', db, '--actions', path, '--once'])
+        ? await runCli(['reconcile', '--store', paths.db, '--actions', path, '--once'])
         : await runCli(['audit', path]);
     return { path, ...r };
   };

@@ -1,13 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/cli/store.js';
 import {
-  DELIVER_NOTE_HEADER,
   DELIVER_NOTE_MODULE,
   deliverNoteAction,
+  deliverNoteFolder,
   seedPendingNote,
 } from './deliver-note.js';
 import { storesByPath } from './stand-ins.js';
@@ -21,40 +20,24 @@ vi.mock('../../src/cli/store.js', async (importOriginal) => {
 });
 
 const action = deliverNoteAction;
-const _HEADER = DELIVER_NOTE_HEADER;
 const MODULE = DELIVER_NOTE_MODULE;
 
-let dir: string;
-let db: string;
-let modulePath: string;
+const paths = deliverNoteFolder('readback-reconcile-module-', stores);
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'readback-reconcile-module-'));
-  db = join(dir, 'ops.db');
-  modulePath = join(dir, 'actions.mjs');
-  writeFileSync(modulePath, MODULE);
-  stores.route();
-});
-
-afterEach(() => {
-  stores.clear();
-  vi.unstubAllEnvs();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const seed = () => seedPendingNote(modulePath, () => stores.create(db));
+const seed = () => seedPendingNote(paths.modulePath, () => stores.create(paths.db));
 
 async function status(id: string): Promise<string> {
-  const { stdout } = await runCli(['ops', 'show', id, '--store', db, '--json']);
+  const { stdout } = await runCli(['ops', 'show', id, '--store', paths.db, '--json']);
   return JSON.parse(stdout).record.status;
 }
 
-const reconcile = (actions: string) => runCli(['reconcile', '--store', db, '--actions', actions, '--once']);
+const reconcile = (actions: string) =>
+  runCli(['reconcile', '--store', paths.db, '--actions', actions, '--once']);
 
 describe('readback reconcile --actions: ways of naming the module', () => {
   it('takes a file: URL (as import.meta.url gives one), even of a path with spaces', async () => {
-    const spaced = join(dir, 'my actions', 'actions.mjs');
-    mkdirSync(join(dir, 'my actions'));
+    const spaced = join(paths.dir, 'my actions', 'actions.mjs');
+    mkdirSync(join(paths.dir, 'my actions'));
     writeFileSync(spaced, MODULE);
     const id = await seed();
     const url = pathToFileURL(spaced).href;
@@ -66,10 +49,10 @@ describe('readback reconcile --actions: ways of naming the module', () => {
   });
 
   it('expands a leading ~ to the home directory, as --store does (`--actions=~/…` reaches it unexpanded)', async () => {
-    vi.stubEnv('HOME', dir);
-    vi.stubEnv('USERPROFILE', dir);
+    vi.stubEnv('HOME', paths.dir);
+    vi.stubEnv('USERPROFILE', paths.dir);
     const id = await seed();
-    const r = await runCli(['reconcile', '--store', db, '--actions=~/actions.mjs', '--once']);
+    const r = await runCli(['reconcile', '--store', paths.db, '--actions=~/actions.mjs', '--once']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(await status(id)).toBe('verified');
@@ -104,7 +87,7 @@ describe('readback reconcile --actions: ways of naming the module', () => {
 describe('readback reconcile --actions: a module with two actions of one name', () => {
   it('is a usage error naming the name and both exports, before the store is touched', async () => {
     const id = await seed();
-    const twice = join(dir, 'twice.mjs');
+    const twice = join(paths.dir, 'twice.mjs');
     writeFileSync(
       twice,
       `${MODULE}export const tools = { billing: [${action('deliver_note', 'Another note sender.')}] };\n`,
