@@ -142,18 +142,35 @@ export const CLAIMABLE_LIFECYCLES: readonly Lifecycle[] = OPEN_LIFECYCLES.filter
   (l) => l !== 'awaiting_approval',
 );
 
+// One claimable lifecycle's due operations in claim order, at most `limit` of them. The due index is
+// (lifecycle, next_poll_at), so this is one ordered walk that stops after `limit` rows (ties of next_poll_at
+// sorted as they come). Parameters: now, now, the action names as a JSON array or null for any (twice), limit.
+const dueIn = (lifecycle: Lifecycle) => `SELECT * FROM (
+    SELECT id, next_poll_at, requested_at FROM readback_operations
+    WHERE lifecycle = '${lifecycle}' AND next_poll_at <= ?
+      AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+      AND (? IS NULL OR action IN (SELECT value FROM json_each(?)))
+    ORDER BY next_poll_at, requested_at, id
+    LIMIT ?)`;
+
 /**
  * Selects up to `limit` due operations not under a live lease, in nextPollAt order; it runs first
  * in claimDue's write transaction, so the rows it picks cannot be claimed by anyone else before
- * CLAIM_ONE marks them. Parameters: now, now, the action names as a JSON array or null for any (twice), limit.
+ * CLAIM_ONE marks them. The first `limit` of each claimable lifecycle, then the first `limit` of those:
+ * one query over all the lifecycles at once read and sorted every due row on each claim (12 ms per claim
+ * of 32 with 20 000 due, against 0.6 ms). Parameters: `selectDueParams(now, actions, limit)`.
  */
-export const SELECT_DUE = `SELECT id FROM readback_operations
-  WHERE lifecycle IN (${CLAIMABLE_LIFECYCLES.map((l) => `'${l}'`).join(', ')})
-    AND next_poll_at IS NOT NULL AND next_poll_at <= ?
-    AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
-    AND (? IS NULL OR action IN (SELECT value FROM json_each(?)))
+export const SELECT_DUE = `SELECT id FROM (${CLAIMABLE_LIFECYCLES.map(dueIn).join(' UNION ALL ')})
   ORDER BY next_poll_at, requested_at, id
   LIMIT ?`;
+
+/** SELECT_DUE's parameters: `actions` is the JSON array of action names, or null for any. */
+export function selectDueParams(now: number, actions: string | null, limit: number): unknown[] {
+  const params: unknown[] = [];
+  for (let i = 0; i < CLAIMABLE_LIFECYCLES.length; i++) params.push(now, now, actions, actions, limit);
+  params.push(limit);
+  return params;
+}
 
 /** Writes a lease onto one selected row, under the same write lock as SELECT_DUE. Parameters: owner, token, expiry, now, id. */
 export const CLAIM_ONE = `UPDATE readback_operations

@@ -51,6 +51,7 @@ import {
   SELECT_EVENTS,
   SELECT_IDENTITY,
   SELECT_LIFECYCLE,
+  selectDueParams,
   updateOperationSql,
 } from './sql.js';
 
@@ -434,7 +435,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       // so a second claimer (another connection or process) waits on BEGIN and then sees these
       // leases as live; that is what Postgres needs FOR UPDATE SKIP LOCKED for.
       return write(() => {
-        const due = stmt(SELECT_DUE).all(now, now, only, only, limit) as { id: string }[];
+        const due = stmt(SELECT_DUE).all(...selectDueParams(now, only, limit)) as { id: string }[];
         const leaseExpiresAt = now + leaseMs;
         return due.map(({ id }): Claim => {
           const leaseToken = randomUUID();

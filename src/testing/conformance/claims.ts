@@ -40,6 +40,35 @@ export const claimsCases: CaseBody[] = [
   ],
 
   [
+    'claimDue takes due records of every claimable lifecycle in (nextPollAt, requestedAt, id) order',
+    async (store) => {
+      // Ties in nextPollAt and requestedAt, lifecycles interleaved, ids that sort as text ('op-10' < 'op-2'),
+      // and claims smaller than each lifecycle's share: a store must merge the lifecycles, not take one first.
+      const lifecycles = ['requested', 'executing', 'accepted', 'running', 'timed_out'] as const;
+      const due = [5, 5, 3, 3, 9, 1, 5, 3, 1, 9, 5, 7];
+      const expected: { id: string; due: number; requested: number }[] = [];
+      for (let n = 1; n <= due.length; n++) {
+        const requested = (n * 7) % 4;
+        await reserve(store, n, { requestedAt: T0 + requested });
+        await move(store, `op-${n}`, lifecycles[n % lifecycles.length]!, T0 + 20, {
+          nextPollAt: T0 + due[n - 1]!,
+        });
+        expected.push({ id: `op-${n}`, due: due[n - 1]!, requested });
+      }
+      expected.sort((a, b) => a.due - b.due || a.requested - b.requested || (a.id < b.id ? -1 : 1));
+      const claimed: string[] = [];
+      for (let round = 0; round < 6; round++) {
+        const claims = await store.claimDue(3, 1_000, 'worker-1', T0 + 50);
+        claimed.push(...claims.map((c) => c.record.id));
+      }
+      assert.deepEqual(
+        claimed,
+        expected.map((e) => e.id),
+      );
+    },
+  ],
+
+  [
     'claimDue skips records not due, awaiting approval, settled or under a live lease',
     async (store) => {
       for (const n of [1, 2, 3, 4, 5]) await reserve(store, n);
