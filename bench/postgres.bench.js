@@ -16,8 +16,10 @@ const CONCURRENCY = env('BENCH_CONCURRENCY', 64);
 const BATCHES = env('BENCH_PG_BATCHES', 30);
 const ROUNDS = env('BENCH_ROUNDS', 3);
 const POOL = env('BENCH_PG_POOL', 10);
-// Sequential actions of each loop run before the per-action rounds, not counted (JIT warm-up).
-const WARMUP = env('BENCH_PG_WARMUP', 200);
+// Sequential actions of each loop timed first, on a fresh process: the cold figure.
+const COLD = env('BENCH_PG_COLD', 500);
+// Then sequential actions of each loop not counted (JIT warm-up), before the per-action rounds.
+const WARMUP = env('BENCH_PG_WARMUP', 3000);
 // Batches each loop runs in a row before the other takes over (1: they alternate batch by batch).
 const BLOCK = env('BENCH_PG_BLOCK', 1);
 const DRAIN = {
@@ -69,11 +71,11 @@ async function runnerSystem(pool) {
       verified += done.filter((c) => c.status === 'verified').length;
       actions += names.length;
     },
+    /** Statements sent and actions run so far. */
+    counts: () => ({ queries: db.queries, actions }),
     async finish() {
-      const queries = db.queries;
       await store.close();
       await checkAndDrop(pool, schema, actions, verified, 'runner');
-      return { queriesPerAction: queries / actions };
     },
   };
 }
@@ -172,31 +174,28 @@ async function handSystem(pool) {
 
 /**
  * Runs `batches` batches of `width` actions through the runner and by hand, taking turns of BLOCK batches
- * (default 1: batch by batch; which goes first alternates), timing each system's own batches only: a slow spell of the machine or the
- * disk then hits both alike, where back-to-back loops let it land on one.
+ * (default 1: batch by batch; which goes first alternates), timing each system's own batches only: a slow spell
+ * of the machine or the disk then hits both alike, where back-to-back loops let it land on one. The two systems
+ * live for the whole per-action run, as one runner and one store live for a service's whole life.
  */
-async function sideBySide(pool, batches, width, round) {
-  const systems = [
-    { name: 'runner', system: await runnerSystem(pool), ns: 0n },
-    { name: 'hand', system: await handSystem(pool), ns: 0n },
-  ];
+async function sideBySide(loops, batches, width, round) {
+  const timed = loops.map((loop) => ({ ...loop, ns: 0n }));
   for (let b0 = 0; b0 < batches; b0 += BLOCK) {
-    const order = (b0 / BLOCK + round) % 2 === 0 ? systems : [systems[1], systems[0]];
+    const order = (b0 / BLOCK + round) % 2 === 0 ? timed : [timed[1], timed[0]];
     for (const s of order) {
       for (let b = b0; b < Math.min(batches, b0 + BLOCK); b++) {
-        const names = Array.from({ length: width }, (_, i) => `${s.name}-${b}-${i}`);
+        const names = Array.from({ length: width }, () => `${s.name}-${++actionSeq}`);
         const start = process.hrtime.bigint();
         await s.system.batch(names);
         s.ns += process.hrtime.bigint() - start;
       }
     }
   }
-  const [runner, hand] = systems;
-  const { queriesPerAction } = await runner.system.finish();
-  await hand.system.finish();
+  const [runner, hand] = timed;
   const rate = (ns) => (batches * width) / (Number(ns) / 1e9);
-  return { runner: rate(runner.ns), hand: rate(hand.ns), queriesPerAction };
+  return { runner: rate(runner.ns), hand: rate(hand.ns) };
 }
+let actionSeq = 0;
 
 /** The highest $n placeholder in a statement: how many parameters it takes. */
 function placeholders(text) {
@@ -232,7 +231,7 @@ const list = (xs, digits = 2) => xs.map((x) => x.toFixed(digits)).join(', ');
 async function perAction() {
   const pool = await warmPool(POOL);
   try {
-    // A real completion for the hand loop to copy the shape of, and a warm-up of both loops.
+    // A real completion for the hand loop to copy the shape of.
     const schema = freshSchema('template');
     const store = await postgresStore({ pool, schema });
     completionTemplate = await createRunner({ store }).run(
@@ -242,7 +241,16 @@ async function perAction() {
     );
     await store.close();
     await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
-    await sideBySide(pool, WARMUP, 1, 0);
+
+    const loops = [
+      { name: 'runner', system: await runnerSystem(pool) },
+      { name: 'hand', system: await handSystem(pool) },
+    ];
+    // Cold: the first actions of a fresh process, while V8 is still compiling both loops' code.
+    const cold = await sideBySide(loops, COLD, 1, 0);
+    // Warm-up, not counted: the runner's functions run once per action, so V8 only optimizes the last of
+    // them a few thousand actions in (see "Warm-up" in BENCHMARKS.md).
+    await sideBySide(loops, WARMUP, 1, 1);
 
     const shapes = [
       { label: 'sequential (one at a time)', batches: SEQ_OPS, width: 1 },
@@ -250,17 +258,21 @@ async function perAction() {
     ];
     const results = [];
     for (const shape of shapes) {
-      const r = { ...shape, runner: [], hand: [], ratios: [], queries: 0 };
+      const r = { ...shape, runner: [], hand: [], ratios: [] };
+      const before = loops[0].system.counts();
       for (let round = 0; round < ROUNDS; round++) {
-        const m = await sideBySide(pool, shape.batches, shape.width, round);
+        const m = await sideBySide(loops, shape.batches, shape.width, round);
         r.runner.push(m.runner);
         r.hand.push(m.hand);
         r.ratios.push(m.runner / m.hand);
-        r.queries = m.queriesPerAction;
       }
+      const after = loops[0].system.counts();
+      r.queries = (after.queries - before.queries) / (after.actions - before.actions);
       results.push(r);
     }
-    return results;
+    await loops[0].system.finish();
+    await loops[1].system.finish();
+    return { cold, results };
   } finally {
     await pool.end();
   }
@@ -303,9 +315,14 @@ console.log(
   `readback on Postgres — node ${process.version}, ${PG_URL.replace(/\/\/[^@]*@/, '//')}, ${ROUNDS} rounds, pools of ${POOL}`,
 );
 if (ONLY !== 'drain') {
-  const results = await perAction();
+  const { cold, results } = await perAction();
   console.log('');
   console.log('Per-action cost: committed action on a Map target, runner.run vs the same statements by hand');
+  console.log('');
+  console.log(
+    `Cold (the first ${COLD} sequential actions of each loop in a fresh process): runner ${fmt(cold.runner)} actions/s, hand ${fmt(cold.hand)}, runner / hand ${(cold.runner / cold.hand).toFixed(2)}`,
+  );
+  console.log(`Warm (after ${WARMUP} more sequential actions of each loop, not counted):`);
   console.log('');
   console.log(
     '| shape | actions/round | runner actions/s | hand actions/s | runner / hand (median of rounds) | per-round ratios | queries per action (runner) |',
