@@ -2,9 +2,11 @@
 // claimable lifecycle) against the one-query form it replaced (all lifecycles at once, then a sort), on the same
 // file, then a whole drain by one `runner.reconcile`. Run with `npm run build && node bench/sqlite-claim.js`.
 import Database from 'better-sqlite3';
-import { accepted, createRunner, defineAction } from '../dist/index.js';
+import { createRunner } from '../dist/index.js';
 import { sqliteStore } from '../dist/sqlite/index.js';
 import { CLAIMABLE_LIFECYCLES, SELECT_DUE, selectDueParams } from '../dist/sqlite/sql.js';
+// The drain bench's accepted action (already done when read back), as the Postgres drain uses it.
+import { drainAction as job } from './postgres-shared.js';
 import { dispose, freshPath } from './sqlite-shared.js';
 
 const DUE = Number(process.env.BENCH_DUE ?? 20_000);
@@ -19,21 +21,6 @@ const ONE_QUERY = `SELECT id FROM readback_operations
     AND (? IS NULL OR action IN (SELECT value FROM json_each(?)))
   ORDER BY next_poll_at, requested_at, id
   LIMIT ?`;
-
-// Accepted work that is already done when read back: each claimed operation settles at its first read.
-const job = defineAction({
-  name: 'drain_job',
-  description: 'Queues a job',
-  input: { '~standard': { version: 1, vendor: 'bench', validate: (value) => ({ value }) } },
-  mode: 'accepted',
-  target: (input) => `job:${input.id}`,
-  postcondition: 'The job is done.',
-  execute: async (input) => accepted(`ref-${input.id}`),
-  observe: async (input) => ({ id: input.id, state: 'done' }),
-  terminal: (observed) => (observed.state === 'done' ? 'succeeded' : 'running'),
-  expect: () => ({ state: 'done' }),
-  poll: { initialDelayMs: 0, maxDelayMs: 1_000, jitter: 0, maxDurationMs: 3_600_000, maxReads: 20 },
-});
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
