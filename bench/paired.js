@@ -35,7 +35,12 @@ function standInHandle(columns, real) {
       }
       if (/^\s*UPDATE readback_operations/.test(sql)) {
         const set = [...sql.matchAll(/(\w+) = \?/g)].map((m) => m[1]);
+        let arrays = false;
         return {
+          // As better-sqlite3's raw mode: the row as an array of its values in column order.
+          raw: (toggle = true) => {
+            arrays = toggle;
+          },
           get: (...p) => {
             const id = p[set.length - 1];
             const row = { ...rows.get(id) };
@@ -43,7 +48,7 @@ function standInHandle(columns, real) {
               if (c !== 'id') row[c] = p[i];
             });
             rows.set(id, row);
-            return row;
+            return arrays ? columns.map((c) => row[c]) : row;
           },
         };
       }

@@ -100,8 +100,9 @@ export async function handSteps(durability) {
   const commit = db.prepare(COMMIT);
   const insertOp = db.prepare(INSERT_OPERATION);
   const insertEvent = db.prepare(INSERT_EVENT);
-  const toExecuting = db.prepare(TO_EXECUTING);
-  const toSettled = db.prepare(TO_SETTLED);
+  // Their RETURNING rows come back as arrays, as the store reads them (better-sqlite3's raw mode).
+  const toExecuting = db.prepare(TO_EXECUTING).raw(true);
+  const toSettled = db.prepare(TO_SETTLED).raw(true);
   const rows = new Map();
   const tx = (body) => {
     begin.run();

@@ -49,7 +49,10 @@ async function checkSameStatements() {
           executed.push(sql);
           return statement[method](...params);
         };
-      return { run: note('run'), get: note('get'), all: note('all') };
+      const raw = (toggle) => {
+        statement.raw(toggle);
+      };
+      return { run: note('run'), get: note('get'), all: note('all'), ...(statement.reader ? { raw } : {}) };
     },
     exec: (sql) => db.exec(sql),
     close: () => db.close(),

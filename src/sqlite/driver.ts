@@ -12,6 +12,41 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number | bigint };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /** better-sqlite3: return rows as arrays of values (only on statements that return rows). */
+  raw?(toggle?: boolean): unknown;
+  /** node:sqlite (Node 24+): the same. */
+  setReturnArrays?(enabled: boolean): void;
+}
+
+/** A prepared statement whose rows come back as arrays of their values, in the statement's column order. */
+export interface SqliteArrayStatement {
+  get(...params: unknown[]): unknown[] | undefined;
+  all(...params: unknown[]): unknown[][];
+}
+
+/**
+ * Prepares `sql`, which returns `columns`, to hand back each row as an array of its values. Drivers that can
+ * (better-sqlite3's raw mode, node:sqlite's `setReturnArrays`) then build no object per row: for a 27-column
+ * operation row that object cost more than the statement's own work. Other handles' rows are converted.
+ */
+export function prepareArrays(db: SqliteLike, sql: string, columns: readonly string[]): SqliteArrayStatement {
+  const statement = db.prepare(sql);
+  if (typeof statement.raw === 'function') {
+    statement.raw(true);
+    return statement as SqliteArrayStatement;
+  }
+  if (typeof statement.setReturnArrays === 'function') {
+    statement.setReturnArrays(true);
+    return statement as SqliteArrayStatement;
+  }
+  const values = (row: unknown) => columns.map((column) => (row as Record<string, unknown>)[column]);
+  return {
+    get: (...params) => {
+      const row = statement.get(...params);
+      return row === undefined ? undefined : values(row);
+    },
+    all: (...params) => statement.all(...params).map(values),
+  };
 }
 
 /**

@@ -4,6 +4,7 @@ import { jsonColumn } from '../store/json-copy.js';
 import { requireStorableText } from '../store/records.js';
 import type { Lifecycle, NewEvent, OperationEvent, OperationRecord, RecordPatch } from '../store/types.js';
 import type { SqliteValue } from './driver.js';
+import { OPERATION_COLUMN_NAMES } from './sql.js';
 
 /** A row of `readback_operations` as the driver returns it. */
 export interface OperationRow {
@@ -35,6 +36,39 @@ export interface OperationRow {
   lease_token: string | null;
   lease_expires_at: number | bigint | null;
 }
+
+type Int = number | bigint;
+
+/** An operation row as an array of its values, in `OPERATION_COLUMN_NAMES` order. */
+type OperationValues = readonly [
+  id: string,
+  schema_version: Int,
+  action: string,
+  target: string,
+  scope: string,
+  fingerprint: string,
+  idempotency_key: string,
+  run_id: string,
+  actor: string | null,
+  input: string | null,
+  attempt: Int,
+  lifecycle: string,
+  status: string | null,
+  requested_at: Int,
+  updated_at: Int,
+  executed_at: Int | null,
+  in_flight_until: Int | null,
+  accepted_at: Int | null,
+  last_observed_at: Int | null,
+  next_poll_at: Int | null,
+  reads: Int,
+  provider_ref: string | null,
+  baseline: string | null,
+  completion: string | null,
+  lease_owner: string | null,
+  lease_token: string | null,
+  lease_expires_at: Int | null,
+];
 
 /** A row of `readback_events` as the driver returns it. */
 export interface EventRow {
@@ -126,34 +160,48 @@ export function boundJson(texts: JsonTexts): BoundJson {
  * JSON fields `bound` already holds (decoded from the text the same write bound).
  */
 export function recordFromRow(row: OperationRow, bound?: BoundJson): OperationRecord {
+  const record = row as unknown as Record<string, unknown>;
+  return recordFromValues(
+    OPERATION_COLUMN_NAMES.map((column) => record[column]),
+    bound,
+  );
+}
+
+/**
+ * `recordFromRow` for a row read as an array of its values in `OPERATION_COLUMN_NAMES` order (what the SQLite
+ * store reads: see `prepareArrays`).
+ */
+export function recordFromValues(values: readonly unknown[], bound?: BoundJson): OperationRecord {
+  // Typed as the row's columns: the indexes below are OPERATION_COLUMN_NAMES's, which a test pins.
+  const v = values as OperationValues;
   return {
-    schemaVersion: num(row.schema_version),
-    id: row.id,
-    action: row.action,
-    target: row.target,
-    scope: bound?.scope ?? (fromJson(row.scope) as Record<string, string>),
-    fingerprint: row.fingerprint,
-    idempotencyKey: row.idempotency_key,
-    runId: row.run_id,
-    actor: row.actor,
-    input: bound?.input ?? fromJson(row.input),
-    attempt: num(row.attempt),
-    lifecycle: row.lifecycle as Lifecycle,
-    status: row.status as Status | null,
-    requestedAt: num(row.requested_at),
-    updatedAt: num(row.updated_at),
-    executedAt: numOrNull(row.executed_at),
-    inFlightUntil: numOrNull(row.in_flight_until),
-    acceptedAt: numOrNull(row.accepted_at),
-    lastObservedAt: numOrNull(row.last_observed_at),
-    nextPollAt: numOrNull(row.next_poll_at),
-    reads: num(row.reads),
-    providerRef: bound?.providerRef ?? fromJson(row.provider_ref),
-    baseline: bound?.baseline ?? fromJson(row.baseline),
-    completion: bound?.completion ?? (fromJson(row.completion) as Completion | null),
-    leaseOwner: row.lease_owner,
-    leaseToken: row.lease_token,
-    leaseExpiresAt: numOrNull(row.lease_expires_at),
+    schemaVersion: num(v[1]),
+    id: v[0],
+    action: v[2],
+    target: v[3],
+    scope: bound?.scope ?? (fromJson(v[4]) as Record<string, string>),
+    fingerprint: v[5],
+    idempotencyKey: v[6],
+    runId: v[7],
+    actor: v[8],
+    input: bound?.input ?? fromJson(v[9]),
+    attempt: num(v[10]),
+    lifecycle: v[11] as Lifecycle,
+    status: v[12] as Status | null,
+    requestedAt: num(v[13]),
+    updatedAt: num(v[14]),
+    executedAt: numOrNull(v[15]),
+    inFlightUntil: numOrNull(v[16]),
+    acceptedAt: numOrNull(v[17]),
+    lastObservedAt: numOrNull(v[18]),
+    nextPollAt: numOrNull(v[19]),
+    reads: num(v[20]),
+    providerRef: bound?.providerRef ?? fromJson(v[21]),
+    baseline: bound?.baseline ?? fromJson(v[22]),
+    completion: bound?.completion ?? (fromJson(v[23]) as Completion | null),
+    leaseOwner: v[24],
+    leaseToken: v[25],
+    leaseExpiresAt: numOrNull(v[26]),
   };
 }
 

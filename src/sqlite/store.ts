@@ -22,15 +22,20 @@ import {
   type OperationStore,
   RECORD_SCHEMA_VERSION,
 } from '../store/types.js';
-import type { SqliteLike, SqliteStatement, SqliteValue } from './driver.js';
+import {
+  prepareArrays,
+  type SqliteArrayStatement,
+  type SqliteLike,
+  type SqliteStatement,
+  type SqliteValue,
+} from './driver.js';
 import {
   boundJson,
   type EventRow,
   eventFromRow,
   eventParams,
-  type OperationRow,
   patchAssignments,
-  recordFromRow,
+  recordFromValues,
   recordParams,
 } from './rows.js';
 import { rollbackQuietly } from './schema.js';
@@ -41,6 +46,7 @@ import {
   INSERT_EVENT,
   INSERT_OPERATION,
   listSql,
+  OPERATION_COLUMN_NAMES,
   RELEASE,
   RENEW_LEASE,
   ROLLBACK_TO,
@@ -121,6 +127,18 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       if (statements.size >= MAX_CACHED_STATEMENTS) statements.clear();
       prepared = db.prepare(sql);
       statements.set(sql, prepared);
+    }
+    return prepared;
+  };
+  // Statements that return operation rows, kept apart because their rows come back as arrays (see
+  // `prepareArrays`); same bound as above.
+  const rowStatements = new Map<string, SqliteArrayStatement>();
+  const rows = (sql: string): SqliteArrayStatement => {
+    let prepared = rowStatements.get(sql);
+    if (prepared === undefined) {
+      if (rowStatements.size >= MAX_CACHED_STATEMENTS) rowStatements.clear();
+      prepared = prepareArrays(db, sql, OPERATION_COLUMN_NAMES);
+      rowStatements.set(sql, prepared);
     }
     return prepared;
   };
@@ -258,7 +276,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     });
   };
 
-  const rowById = (id: string) => stmt(SELECT_BY_ID).get(id) as OperationRow | undefined;
+  const rowById = (id: string) => rows(SELECT_BY_ID).get(id);
 
   const appendEvent = (
     record: OperationRecord,
@@ -285,8 +303,8 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       // write lock), and its INSERT checks the key anyway.
       const solo = { id: op.id, ends: reserveEnded };
       if (queue.length === 0 && !lone(solo)) {
-        const known = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
-        if (known !== undefined) return { record: recordFromRow(known), created: false };
+        const known = rows(SELECT_BY_KEY).get(op.idempotencyKey);
+        if (known !== undefined) return { record: recordFromValues(known), created: false };
       }
 
       return write(() => {
@@ -302,8 +320,8 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           // or a read that fails too, surfaces as the INSERT's own error.
           let taken: { record: OperationRecord; created: false } | 'id' | undefined;
           try {
-            const existing = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow | undefined;
-            if (existing !== undefined) taken = { record: recordFromRow(existing), created: false };
+            const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey);
+            if (existing !== undefined) taken = { record: recordFromValues(existing), created: false };
             else if (rowById(op.id) !== undefined) taken = 'id';
           } catch {
             throw error;
@@ -317,8 +335,8 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           );
         }
         if (Number(changes) === 0) {
-          const existing = stmt(SELECT_BY_KEY).get(op.idempotencyKey) as OperationRow;
-          return { record: recordFromRow(existing), created: false };
+          const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey)!;
+          return { record: recordFromValues(existing), created: false };
         }
         appendEvent(record, event, null, 'requested');
         // Answer with what the row holds, the record the values were bound from rather than a read back
@@ -388,12 +406,10 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
             guard.attempt === undefined ? 0 : 1,
             guard.attempt ?? null,
           ];
-          const updated = stmt(updateOperationSql(columns, from.length)).get(...params) as
-            | OperationRow
-            | undefined;
+          const updated = rows(updateOperationSql(columns, from.length)).get(...params);
           // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
           if (updated === undefined) return null;
-          const next = recordFromRow(updated, bound);
+          const next = recordFromValues(updated, bound);
           appendEvent(next, event, was!, next.lifecycle);
           return next;
         },
@@ -404,13 +420,13 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async get(id) {
       open('get');
       const row = rowById(id);
-      return row === undefined ? null : recordFromRow(row);
+      return row === undefined ? null : recordFromValues(row);
     },
 
     async getByKey(idempotencyKey) {
       open('getByKey');
-      const row = stmt(SELECT_BY_KEY).get(idempotencyKey) as OperationRow | undefined;
-      return row === undefined ? null : recordFromRow(row);
+      const row = rows(SELECT_BY_KEY).get(idempotencyKey);
+      return row === undefined ? null : recordFromValues(row);
     },
 
     async events(id) {
@@ -423,7 +439,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       if (filter.limit !== undefined) requirePositiveInt(filter.limit, 'filter.limit');
       if (filter.dueBefore !== undefined) requireTime(filter.dueBefore, 'filter.dueBefore');
       const { sql, params } = listSql(filter);
-      return (stmt(sql).all(...params) as OperationRow[]).map((row) => recordFromRow(row));
+      return rows(sql)
+        .all(...params)
+        .map((row) => recordFromValues(row));
     },
 
     async claimDue(limit, leaseMs, owner, now, options) {
@@ -439,8 +457,8 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
         const leaseExpiresAt = now + leaseMs;
         return due.map(({ id }): Claim => {
           const leaseToken = randomUUID();
-          const row = stmt(CLAIM_ONE).get(owner, leaseToken, leaseExpiresAt, now, id) as OperationRow;
-          const record = recordFromRow(row);
+          const row = rows(CLAIM_ONE).get(owner, leaseToken, leaseExpiresAt, now, id)!;
+          const record = recordFromValues(row);
           // The token is a write capability, so the log names the owner but never the token.
           appendEvent(
             record,

@@ -32,3 +32,38 @@ describe('sqliteStore({ database }) conformance', () => {
     });
   }
 });
+
+// A driver that can only hand back rows as objects (node:sqlite before Node 24 has no setReturnArrays): the
+// store reads its rows by column name instead, and must keep every record field.
+describe('sqliteStore({ database }) conformance, a handle whose rows are objects only', () => {
+  let handle: Handle | undefined;
+  const cases = storeConformance(async () => {
+    const opened = await openHandle();
+    handle = opened;
+    const objectRowsOnly = {
+      prepare(sql: string) {
+        const statement = opened.prepare(sql);
+        return {
+          run: (...params: unknown[]) => statement.run(...params),
+          get: (...params: unknown[]) => statement.get(...params),
+          all: (...params: unknown[]) => statement.all(...params),
+        };
+      },
+      exec: (sql: string) => opened.exec(sql),
+      close: () => opened.close(),
+      get inTransaction() {
+        return opened.inTransaction;
+      },
+      get open() {
+        return opened.open;
+      },
+    };
+    return sqliteStore({ database: objectRowsOnly });
+  });
+  for (const c of cases) {
+    it(c.name, async () => {
+      await c.run();
+      handle!.close();
+    });
+  }
+});
