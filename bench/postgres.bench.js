@@ -4,7 +4,7 @@
 // so machine noise hits them alike; we report per-round rates and ratios, their medians, and the median
 // of per-round ratios. Every loop checks that every action or job was finished (it throws otherwise).
 import { createHash, randomUUID } from 'node:crypto';
-import { createRunner, RECORD_SCHEMA_VERSION } from '../dist/index.js';
+import { createRunner, newOperationId, RECORD_SCHEMA_VERSION } from '../dist/index.js';
 import { postgresStore } from '../dist/postgres/index.js';
 import { statementsFor, tablesIn, transitionSql } from '../dist/postgres/sql.js';
 import { drainRound } from './postgres-drain.js';
@@ -86,7 +86,7 @@ let completionTemplate;
 /**
  * The same three writes by hand: the reserve INSERT + 'reserved' event, the compare-and-set to executing
  * + event, the settle + event, each one statement (the store's own texts from dist/postgres/sql.js), with
- * values of the runner's shape (random UUID ids, SHA-256 fingerprints, its completion and event detail),
+ * values of the runner's shape (time-ordered ids from `newOperationId`, SHA-256 fingerprints, its completion and event detail),
  * and the target's write and read in between. No validation, records, JSON parsing or checks.
  */
 async function handSystem(pool) {
@@ -121,7 +121,7 @@ async function handSystem(pool) {
     return named.query(text, extra === 1 ? [...values, randomUUID()] : values);
   };
   const one = async (name) => {
-    const id = `op_${randomUUID()}`;
+    const id = newOperationId();
     const now = Date.now();
     const input = { id: name, status: 'done' };
     const fingerprint = createHash('sha256')

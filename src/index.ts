@@ -12,6 +12,7 @@ export type * from './contract/types.js';
 export { STATUSES } from './contract/types.js';
 export type { ReadbackErrorCode } from './errors.js';
 export { ReadbackError, VerificationDenied } from './errors.js';
+export { newOperationId } from './ids.js';
 export * from './messages/index.js';
 export type { ReviewDecision } from './runner/approval.js';
 export type { Accepted, Rejected } from './runner/markers.js';

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.js';
 import { isAction } from '../contract/define.js';
 import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
+import { newOperationId } from '../ids.js';
 import { type Validated, validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
 import { isStoreMisuse } from '../store/records.js';
@@ -43,7 +43,7 @@ export interface RunnerOptions {
   retryBudget?: number;
   /** Source of randomness for backoff jitter; injectable for deterministic tests. */
   random?: () => number;
-  /** Operation id generator. */
+  /** Operation id generator; by default `newOperationId` (`op_` and a time-ordered UUIDv7). */
   newId?: () => string;
   /** The run record: typed events for every step, redacted, sent to these sinks. Off (and free) by default. */
   trace?: TraceOptions;
@@ -120,7 +120,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     throw new ReadbackError('invalid_options', 'must be a whole number ≥ 0', 'retryBudget');
   }
   const random = options.random ?? Math.random;
-  const newId = options.newId ?? (() => `op_${randomUUID()}`);
+  const newId = options.newId ?? (() => newOperationId());
   const tracer = createTracer(options.trace, clock);
   const runnerShadow = options.shadow === true;
   const env = { store, clock, random, retryBudget, tracer };
