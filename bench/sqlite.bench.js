@@ -12,6 +12,7 @@ import {
   DIR,
   dispose,
   freshPath,
+  fsyncLatency,
   handSteps,
   makeAction,
   openStore,
@@ -30,6 +31,8 @@ const COLD = Number(process.env.BENCH_COLD ?? 300);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3_000);
 // One commit per write is far slower; fewer batches keep its rounds to a similar wall time.
 const BATCHES_OFF = Number(process.env.BENCH_BATCHES_OFF ?? 3);
+// Concurrent batches each mode runs uncounted before its rounds (~3 000 actions at 64).
+const GC_WARMUP = Number(process.env.BENCH_GC_WARMUP ?? 50);
 
 /**
  * Runs one action through the runner on a connection that records every statement executed, and
@@ -82,18 +85,26 @@ async function checkSameStatements() {
 }
 
 /** `batches` times, `CONCURRENCY` runs at once (Promise.all); per-action latency is call to resolve. */
-async function concurrentLoop(batches, groupCommit) {
+/** A runner with group commit on or off over a fresh FULL store file, kept for the whole concurrent half. */
+async function concurrentRunner(groupCommit) {
   const { path, store } = await openStore('full', groupCommit);
-  const runner = createRunner({ store });
-  const action = makeAction();
+  return { runner: createRunner({ store }), action: makeAction(), store, path, batch: 0 };
+}
+
+async function concurrentLoop(loop, batches) {
   const latencies = [];
   let verified = 0;
   const start = process.hrtime.bigint();
   for (let b = 0; b < batches; b++) {
+    const batch = ++loop.batch;
     const completions = await Promise.all(
       Array.from({ length: CONCURRENCY }, async (_, i) => {
         const t0 = process.hrtime.bigint();
-        const c = await runner.run(action, { id: `r${b}-${i}`, status: 'done' }, { runId: 'bench' });
+        const c = await loop.runner.run(
+          loop.action,
+          { id: `r${batch}-${i}`, status: 'done' },
+          { runId: 'bench' },
+        );
         latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
         return c;
       }),
@@ -101,8 +112,6 @@ async function concurrentLoop(batches, groupCommit) {
     verified += completions.filter((c) => c.status === 'verified').length;
   }
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  await store.close();
-  dispose(path);
   const ops = batches * CONCURRENCY;
   if (verified !== ops) throw new Error(`concurrent loop verified ${verified} of ${ops}`);
   return { rate: ops / seconds, latencies };
@@ -169,36 +178,50 @@ async function perAction(durability, ops) {
 }
 
 async function groupCommit() {
-  await concurrentLoop(2, true);
-  await concurrentLoop(1, false);
-  const onAll = { rates: [], latencies: [] };
-  const off = { rates: [], latencies: [] };
-  const ratios = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternating which goes first, as for the sequential loops.
-    const first = round % 2 === 0;
-    const a = first ? await concurrentLoop(BATCHES_ON, true) : undefined;
-    const b = await concurrentLoop(BATCHES_OFF, false);
-    const on = a ?? (await concurrentLoop(BATCHES_ON, true));
-    onAll.rates.push(on.rate);
-    onAll.latencies.push(...on.latencies);
-    off.rates.push(b.rate);
-    off.latencies.push(...b.latencies);
-    ratios.push(on.rate / b.rate);
+  // One runner per mode for the whole half, warmed up first as the sequential loops are: with a new runner per
+  // round, the CPU-bound batched mode ran its code cold while one commit per write mostly waits on the disk.
+  const loops = { on: await concurrentRunner(true), off: await concurrentRunner(false) };
+  try {
+    await concurrentLoop(loops.on, GC_WARMUP);
+    await concurrentLoop(loops.off, GC_WARMUP);
+    const onAll = { rates: [], latencies: [] };
+    const off = { rates: [], latencies: [] };
+    const ratios = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternating which goes first, as for the sequential loops.
+      const first = round % 2 === 0;
+      const a = first ? await concurrentLoop(loops.on, BATCHES_ON) : undefined;
+      const b = await concurrentLoop(loops.off, BATCHES_OFF);
+      const on = a ?? (await concurrentLoop(loops.on, BATCHES_ON));
+      onAll.rates.push(on.rate);
+      onAll.latencies.push(...on.latencies);
+      off.rates.push(b.rate);
+      off.latencies.push(...b.latencies);
+      ratios.push(on.rate / b.rate);
+    }
+    return { on: onAll, off, ratio: median(ratios) };
+  } finally {
+    for (const loop of Object.values(loops)) {
+      await loop.store.close();
+      dispose(loop.path);
+    }
   }
-  return { on: onAll, off, ratio: median(ratios) };
 }
 
 const fs = execFileSync('df', ['-T', DIR], { encoding: 'utf8' }).trim().split('\n').at(-1).split(/\s+/);
 try {
   const statements = await checkSameStatements();
+  const fsyncBefore = fsyncLatency();
   const full = await perAction('full', SEQ_OPS_FULL);
   const normal = await perAction('normal', SEQ_OPS_NORMAL);
   const gc = await groupCommit();
+  const fsyncAfter = fsyncLatency();
 
   console.log(
     `readback on SQLite — node ${process.version}, ${ROUNDS} rounds, files in ${DIR} (${fs[0]}, ${fs[1]})`,
   );
+  const us = (f) => `p50 ${f.p50.toFixed(0)} µs, p99 ${f.p99.toFixed(0)} µs`;
+  console.log(`fdatasync of 4 KiB on that disk: before ${us(fsyncBefore)}; after ${us(fsyncAfter)}`);
   console.log('');
   console.log(
     `Per-action cost, sequential (one action at a time, the runner and the hand loop side by side). The hand loop issues the`,
