@@ -39,6 +39,10 @@ export class RunTrace {
   // Whether this is the agent's own call (`run`): only there can a shadow verdict's claim be this call's.
   private ownCall = false;
   private executeEndedAt: number | undefined;
+  // When `tool.selected` was stamped: a decision with no policy is made in the same step (see `permission`).
+  private selectedAt: number | undefined;
+  // The attached record's `updatedAt`: a record still carrying it was not written in this call (see `moved`).
+  private attachedAt: number | undefined;
   private inputHash: string | null | undefined;
   // The target as given and as redacted, so a call's reads do not scan the same string again.
   private targetSeen: string | undefined;
@@ -155,7 +159,9 @@ export class RunTrace {
     input: unknown,
     extra: { issues?: string[]; target?: string; argsHash?: string | null } = {},
   ): void {
-    const e = this.open('tool.selected');
+    const wanted = this.wants('tool.selected');
+    if (wanted) this.selectedAt = this.tracer.clock.now();
+    const e = wanted ? this.open('tool.selected', this.selectedAt) : undefined;
     const argsHash = extra.argsHash !== undefined ? extra.argsHash : e || valid ? hashOrNull(input) : null;
     if (valid) this.inputHash = argsHash;
     if (!e) return;
@@ -170,7 +176,9 @@ export class RunTrace {
 
   /** Records the authorization decision. */
   permission(policy: boolean, reason: string | undefined): void {
-    const e = this.open('permission.decided');
+    // Without a policy nothing runs between the selection and this decision (the runner awaits only an
+    // `authorize`): one step, one clock read.
+    const e = this.open('permission.decided', policy ? undefined : this.selectedAt);
     if (!e) return;
     e.allowed = reason === undefined;
     e.policy = policy;
@@ -180,12 +188,14 @@ export class RunTrace {
 
   /** Records how the operation record was found or made. */
   reserved(
-    record: Pick<OperationRecord, 'id' | 'idempotencyKey' | 'fingerprint'>,
+    record: Pick<OperationRecord, 'id' | 'idempotencyKey' | 'fingerprint'> & { requestedAt?: number },
     reservation: OperationReservedEvent['reservation'],
   ): void {
     this.operationId = record.id;
-    // The reservation and its `reserved` transition are one moment: one clock read for both.
-    const at = this.tracer.isoNow();
+    // The reservation and its `reserved` transition are one moment, the one a new record was requested at
+    // (the time of its `reserved` store event): no clock read of its own.
+    const made = reservation === 'created' && typeof record.requestedAt === 'number';
+    const at = made ? this.tracer.isoOf(record.requestedAt as number) : this.tracer.isoNow();
     if (this.wants('operation.reserved')) {
       this.send({
         v: TRACE_FORMAT_VERSION,
@@ -207,11 +217,22 @@ export class RunTrace {
   /** Ties the call to an existing operation (poll, reconcile) without a reservation event. */
   attach(record: OperationRecord): void {
     this.operationId = record.id;
+    this.attachedAt = record.updatedAt;
   }
 
   /** Records one store transition. */
   transition(event: string, from: Lifecycle, record: OperationRecord): void {
-    this.moved(record.id, event, from, record.lifecycle, record.status, record.attempt, undefined);
+    if (!this.wants('state.transition')) return;
+    // A record the runner just wrote carries the write's time as `updatedAt` (the time of its store event):
+    // no clock read of its own. One written before this call began (a reviewer's decision is recorded on a
+    // copy of the record it found) does not, and takes the clock's time.
+    const written = record.updatedAt;
+    const ms =
+      typeof written === 'number' && written >= this.startedAt && written !== this.attachedAt
+        ? written
+        : this.tracer.clock.now();
+    const at = this.tracer.isoOf(ms);
+    this.moved(record.id, event, from, record.lifecycle, record.status, record.attempt, at);
   }
 
   private moved(
@@ -221,14 +242,14 @@ export class RunTrace {
     to: Lifecycle,
     status: Status | null,
     attempt: number,
-    at: string | undefined,
+    at: string,
   ): void {
     if (!this.wants('state.transition')) return;
     this.send({
       v: TRACE_FORMAT_VERSION,
       type: 'state.transition',
       seq: ++this.seq,
-      at: at ?? this.tracer.isoNow(),
+      at,
       runId: this.runId,
       callId: this.callId,
       action: this.action,
