@@ -98,9 +98,11 @@ export class RunTrace {
   }
 
   // Redaction of one field that can hold caller data (key rules see the field's name, as for nested keys).
-  private scrub(key: string, value: unknown): unknown {
+  // `plain`: the value is a copy `toRecordable` (or `recordable`) made, so it holds no symbol keys to look for.
+  private scrub(key: string, value: unknown, plain = false): unknown {
     try {
-      return this.tracer.redactor.redactField(key, value);
+      const redactor = this.tracer.redactor;
+      return plain ? redactor.redactPlainField(key, value) : redactor.redactField(key, value);
     } catch {
       // A value that cannot even be read (a throwing getter, a revoked proxy) is not shown, and the run goes on.
       return '[redacted:unreadable]';
@@ -168,7 +170,7 @@ export class RunTrace {
     e.tool = this.action;
     e.valid = valid;
     e.argsHash = argsHash;
-    if (this.tracer.options.recordArguments) e.args = this.scrub('args', toRecordable(input).value);
+    if (this.tracer.options.recordArguments) e.args = this.scrub('args', recordable(input), true);
     if (extra.issues !== undefined) e.issues = this.scrub('issues', extra.issues);
     if (extra.target !== undefined) e.target = this.redactedTarget(extra.target);
     this.send(e);
@@ -304,7 +306,7 @@ export class RunTrace {
       return;
     }
     const body = rejected || accepted ? ((raw as { raw?: unknown }).raw ?? null) : raw;
-    const recorded = toRecordable(body).value;
+    const recorded = recordable(body);
     // With the raw result in the record its hash adds nothing; without it, the hash is what remains.
     const keepRaw = options.recordResults !== false;
     const normalized: Normalized = isRejected(raw)
@@ -338,7 +340,7 @@ export class RunTrace {
       durationMs: ended - started,
       claimed: f.claimed,
     };
-    if (f.raw !== undefined) e.raw = this.scrub('raw', f.raw);
+    if (f.raw !== undefined) e.raw = this.scrub('raw', f.raw, true);
     if (f.rawHash) e.rawHash = f.rawHash;
     // `returned` carries no caller data; the other kinds carry a code, a reason or a reference.
     e.normalized = f.normalized.kind === 'returned' ? f.normalized : this.scrub('normalized', f.normalized);
@@ -492,6 +494,38 @@ export function settle<T>(step: () => Promise<T>): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+// The value as `toRecordable` copies it. A flat record of JSON scalars (most tool results) is copied here: the
+// general copy (a cycle set, an array of entry pairs) cost more than the rest of the raw field's record.
+function recordable(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) {
+    return toRecordable(value).value;
+  }
+  const source = value as Record<string, unknown>;
+  const keys = Object.keys(source);
+  const out: Record<string, unknown> = {};
+  try {
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      const item = source[key];
+      // Anything `toPlain` would convert, drop or refuse (undefined, NaN, nested data) takes its way.
+      if (key === '__proto__' || !isScalar(item)) return toRecordable(value).value;
+      out[key] = item;
+    }
+  } catch {
+    return toRecordable(value).value;
+  }
+  return out;
+}
+
+function isScalar(value: unknown): boolean {
+  return (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  );
 }
 
 function hashOrNull(value: unknown): string | null {

@@ -37,8 +37,17 @@ export interface Redactor {
 const MIN_SECRET_LENGTH = 8;
 const KEY_CACHE_LIMIT = 1024;
 
+/** A redactor that also takes data known to be plain: what the run record uses. */
+export interface PlainRedactor extends Redactor {
+  /**
+   * `redactField` for a value `toPlain` made (objects of Object.prototype, no symbol keys, no class instances):
+   * what such data cannot hold is not looked for.
+   */
+  redactPlainField(key: string, value: unknown): unknown;
+}
+
 /** Creates a redactor from the built-in rules (unless disabled) and the given ones. */
-export function createRedactor(options: RedactionOptions = {}): Redactor {
+export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ReadbackError('invalid_options', 'expected { defaults?, rules? }', 'trace.redaction');
   }
@@ -96,7 +105,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     } catch {
       return undefined;
     }
-    const redacted = walk(data, 1);
+    const redacted = walk(data, 1, true);
     return redacted === data ? undefined : JSON.stringify(redacted);
   }
 
@@ -116,7 +125,9 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   }
 
   // Copy-on-write: parts with nothing to redact are returned as they are, so clean events allocate little.
-  function walk(value: unknown, depth: number, keep?: ReadonlySet<string>): unknown {
+  // `plain`: the value is plain data as `toPlain` or `JSON.parse` makes it (objects of Object.prototype, no
+  // symbol keys), so neither is looked for: reading an object's symbol keys costs more than the rest of its walk.
+  function walk(value: unknown, depth: number, plain: boolean, keep?: ReadonlySet<string>): unknown {
     if (typeof value === 'string') return redactString(value);
     if (typeof value === 'number')
       return defaults && looksLikeCardNumber(value) ? '[redacted:card_number]' : value;
@@ -128,17 +139,17 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
       const entries = Array.isArray(value[0]) && value.every(isEntry);
       let copy: unknown[] | undefined;
       for (let i = 0; i < value.length; i++) {
-        const item = entries ? redactPair(value[i], depth + 1) : walk(value[i], depth + 1);
+        const item = entries ? redactPair(value[i], depth + 1, plain) : walk(value[i], depth + 1, plain);
         if (item !== value[i]) copy ??= value.slice();
         if (copy) copy[i] = item;
       }
       return copy ?? value;
     }
-    const proto = Object.getPrototypeOf(value);
+    const proto = plain ? null : Object.getPrototypeOf(value);
     // A Map, Set, URL, Date or class instance is replaced by the data a sink would write for it (what its
     // `toJSON` gives, else its entries or own fields), and that is redacted: a sink must not get the object
     // itself, whose entries or `toJSON` text (a URL's password) nothing here has read.
-    if (proto !== Object.prototype && proto !== null) return walk(plainOf(value), depth + 1);
+    if (proto !== Object.prototype && proto !== null) return walk(plainOf(value), depth + 1, false);
     const source = value as Record<string, unknown>;
     const keys = Object.keys(source);
     let out: Record<string, unknown> | undefined;
@@ -156,14 +167,14 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
           ? redactWith(pair, item)
           : rule
             ? redactWith(rule, item)
-            : walk(item, depth + 1);
+            : walk(item, depth + 1, plain);
       if (redacted === item && text === key) continue;
       out ??= copyOf(source, keys);
       if (text !== key) Reflect.deleteProperty(out, key);
       setOwn(out, text === key ? key : freeKey(out, text), redacted);
     }
     // Symbol keys: JSON drops them, but a callback sink gets the object itself. Key rules see the description.
-    const symbols = Object.getOwnPropertySymbols(source);
+    const symbols = plain ? NO_SYMBOLS : Object.getOwnPropertySymbols(source);
     if (symbols.length > 0) {
       const bySymbol = source as Record<symbol, unknown>;
       const items = symbols.map((symbol) => bySymbol[symbol]);
@@ -177,10 +188,10 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   }
 
   // One `[name, value]` pair of a list of fields, its name redacted as a key: copied only when either changes.
-  function redactPair(pair: unknown, depth: number): unknown {
+  function redactPair(pair: unknown, depth: number, plain: boolean): unknown {
     const [name, item] = pair as [string, unknown];
     const { rule, text } = keyVerdict(name);
-    const redacted = rule && !SPACED.test(name) ? redactWith(rule, item) : walk(item, depth + 1);
+    const redacted = rule && !SPACED.test(name) ? redactWith(rule, item) : walk(item, depth + 1, plain);
     return redacted === item && text === name ? pair : [text, redacted];
   }
 
@@ -194,9 +205,9 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     return null;
   }
 
-  function redactEntry(key: string, item: unknown, depth: number): unknown {
+  function redactEntry(key: string, item: unknown, depth: number, plain = false): unknown {
     const rule = secretKey(key);
-    if (rule === null) return walk(item, depth + 1);
+    if (rule === null) return walk(item, depth + 1, plain);
     return redactWith(rule, item);
   }
 
@@ -212,15 +223,17 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   }
 
   return {
-    redact: <T>(value: T) => walk(value, 0) as T,
-    redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, keep) as T,
+    redact: <T>(value: T) => walk(value, 0, false) as T,
+    redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, false, keep) as T,
     redactField: (key: string, value: unknown) => redactEntry(key, value, 0),
+    redactPlainField: (key: string, value: unknown) => redactEntry(key, value, 0, true),
   };
 }
 
 // The fields that carry the value of a labelled pair: HTTP headers and tags (`{ name, value }`, `{ Key, Value }`),
 // and checks (`{ name, expected, observed }`).
 const PAIRED_FIELDS: ReadonlySet<string> = new Set(['value', 'Value', 'expected', 'observed']);
+const NO_SYMBOLS: readonly symbol[] = [];
 const LABEL_FIELDS = ['name', 'key', 'Name', 'Key'];
 const SPACED = /\s/;
 
