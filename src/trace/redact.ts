@@ -76,7 +76,7 @@ export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
     }
     if (!rule && defaults && SECRET_KEY.test(key)) rule = 'default';
     // A key can be a secret itself (sessions or rate limits keyed by their token): it is scanned as text.
-    const verdict = { rule, text: redactString(key) };
+    const verdict = { rule, text: redactString(key), spaced: SPACED.test(key) };
     if (keyCache.size < KEY_CACHE_LIMIT) keyCache.set(key, verdict);
     return verdict;
   }
@@ -190,8 +190,8 @@ export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
   // One `[name, value]` pair of a list of fields, its name redacted as a key: copied only when either changes.
   function redactPair(pair: unknown, depth: number, plain: boolean): unknown {
     const [name, item] = pair as [string, unknown];
-    const { rule, text } = keyVerdict(name);
-    const redacted = rule && !SPACED.test(name) ? redactWith(rule, item) : walk(item, depth + 1, plain);
+    const { rule, text, spaced } = keyVerdict(name);
+    const redacted = rule && !spaced ? redactWith(rule, item) : walk(item, depth + 1, plain);
     return redacted === item && text === name ? pair : [text, redacted];
   }
 
@@ -200,7 +200,9 @@ export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
   function pairRule(source: Record<string, unknown>): RedactionRule | 'default' | null {
     for (const field of LABEL_FIELDS) {
       const label = source[field];
-      if (typeof label === 'string') return SPACED.test(label) ? null : secretKey(label);
+      if (typeof label !== 'string') continue;
+      const { rule, spaced } = keyVerdict(label);
+      return spaced ? null : rule;
     }
     return null;
   }
@@ -273,10 +275,12 @@ function keyMatches(rule: RedactionRule, key: string): boolean {
   }
 }
 
-// What a key rule decided for a key, and the key as text scanned for secrets.
+// What a key rule decided for a key, the key as text scanned for secrets, and whether it reads as prose.
 interface KeyVerdict {
   rule: RedactionRule | 'default' | null;
   text: string;
+  /** Whether it has whitespace: a label with spaces names a thing, not a field (see `pairRule`). */
+  spaced: boolean;
 }
 
 // `name`, or `name (2)`, `name (3)`, …: the first not yet a key of `out` (two redacted keys may read alike).

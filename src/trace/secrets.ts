@@ -95,6 +95,10 @@ for (const key of new Set(ASSIGNMENT_KEYS)) {
   KEYS_BY_LAST[last] = [...(KEYS_BY_LAST[last] ?? []), key];
 }
 const SPACE = /\s/;
+// Every branch that SECRET_OPENING stands for matches 14 characters or more (`Basic` and eight characters of
+// credentials is the shortest) but the URL credentials (`://:p@`): a shorter text (a target, an id) needs only
+// `://` looked for, besides the card digits and the assignments.
+const SHORTEST_OPENED = 14;
 
 /**
  * Whether the built-in scan could find anything in `text`: false proves that SECRET_VALUE has no match there, so
@@ -102,8 +106,8 @@ const SPACE = /\s/;
  */
 export function mayHoldSecret(text: string): boolean {
   return (
-    SECRET_OPENING.test(text) ||
-    CARD_DIGITS.test(text) ||
+    (text.length < SHORTEST_OPENED ? text.includes('://') : SECRET_OPENING.test(text)) ||
+    (text.length >= 13 && CARD_DIGITS.test(text)) ||
     assignmentBefore(text, text.indexOf(':')) ||
     assignmentBefore(text, text.indexOf('='))
   );

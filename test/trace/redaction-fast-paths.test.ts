@@ -107,6 +107,18 @@ describe('the redaction prefilter', () => {
     }
   });
 
+  it('checks a text shorter than any opened secret only for what fits in it', () => {
+    // URL credentials, assignments and bare card numbers fit in 13 characters; every other kind needs 14 or more.
+    for (const short of ['s://a:b@h', 'pwd=abc12', 'token: x', 'sig="abc"', '4111111111111']) {
+      expect(short.length).toBeLessThan(14);
+      expect(mayHoldSecret(short), short).toBe(true);
+    }
+    for (const clean of ['row:r12345', 'Basic abc', 'eyJabc.def', 'Bearer abc']) {
+      expect(mayHoldSecret(clean), clean).toBe(false);
+    }
+    expect(mayHoldSecret('Basic abcd1234')).toBe(true);
+  });
+
   it('still applies your own value rules to strings the built-in scan skips', () => {
     const redactor = createRedactor({ rules: [{ name: 'op', value: /op_[0-9a-f-]{36}/ }] });
     expect(redactor.redact(MESSAGE)).toBe(MESSAGE.replace(/op_[0-9a-f-]{36}/, '[redacted:op]'));
