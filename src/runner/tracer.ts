@@ -112,12 +112,17 @@ export class Tracer {
       if (types && !types.has(event.type)) continue;
       try {
         const pending = sink.write(event);
-        if (pending && typeof pending.then === 'function')
-          pending.then(undefined, (e) => this.sinkError(e, event, sink));
+        if (pending && typeof pending.then === 'function') this.watch(pending, event, sink);
       } catch (error) {
         this.sinkError(error, event, sink);
       }
     }
+  }
+
+  // Reports a sink's rejection. Apart from `dispatch`: a closure there would make every dispatch allocate a context
+  // for the event it captures, whether or not the sink returned a promise.
+  private watch(pending: Promise<void>, event: TraceEvent, sink: TraceSink): void {
+    pending.then(undefined, (e) => this.sinkError(e, event, sink));
   }
 
   private sinkError(error: unknown, event: TraceEvent, sink: TraceSink): void {

@@ -176,15 +176,30 @@ export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
     // Symbol keys: JSON drops them, but a callback sink gets the object itself. Key rules see the description.
     const symbols = plain ? NO_SYMBOLS : Object.getOwnPropertySymbols(source);
     if (symbols.length > 0) {
-      const bySymbol = source as Record<symbol, unknown>;
-      const items = symbols.map((symbol) => bySymbol[symbol]);
-      const redacted = symbols.map((symbol, i) => redactEntry(symbol.description ?? '', items[i], depth));
-      if (!out && redacted.some((item, i) => item !== items[i])) out = copyOf(source, keys);
-      // A copy keeps every symbol-keyed value, redacted.
-      if (out)
-        for (let i = 0; i < symbols.length; i++) (out as Record<symbol, unknown>)[symbols[i]!] = redacted[i];
+      return redactSymbols(source, symbols, out ?? copyOf(source, keys), depth) ?? out ?? value;
     }
     return out ?? value;
+  }
+
+  // Writes the object's symbol-keyed values, redacted, into `copy` (its string-keyed fields, redacted) and returns
+  // it, or undefined when none of them changed. Apart from `walk` because closures there would make every walk call
+  // allocate a context for the variables they capture.
+  function redactSymbols(
+    source: object,
+    symbols: readonly symbol[],
+    copy: Record<string, unknown>,
+    depth: number,
+  ): Record<string, unknown> | undefined {
+    const bySymbol = source as Record<symbol, unknown>;
+    let changed = false;
+    const redacted = symbols.map((symbol) => {
+      const item = redactEntry(symbol.description ?? '', bySymbol[symbol], depth);
+      if (item !== bySymbol[symbol]) changed = true;
+      return item;
+    });
+    // A copy keeps every symbol-keyed value, redacted.
+    for (let i = 0; i < symbols.length; i++) (copy as Record<symbol, unknown>)[symbols[i]!] = redacted[i];
+    return changed ? copy : undefined;
   }
 
   // One `[name, value]` pair of a list of fields, its name redacted as a key: copied only when either changes.
