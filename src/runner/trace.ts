@@ -11,7 +11,7 @@ import type {
 } from '../trace/events.js';
 import { TRACE_FORMAT_VERSION } from '../trace/events.js';
 import type { Redactor } from '../trace/redact.js';
-import { isAccepted, isRejected } from './markers.js';
+import { type Accepted, isAccepted, isRejected, type Rejected } from './markers.js';
 import { describeError, type Reading } from './readback.js';
 import { classifyClaim } from './shadow.js';
 import { StepTimeout } from './timeout.js';
@@ -26,6 +26,9 @@ type Fields = Record<string, unknown>;
 type Baseline = { ok: true; value: unknown } | { ok: false; code: string; reason: string };
 type Normalized = ExecuteFinishedEvent['normalized'];
 type Finished = { claimed: ClaimedOutcome; raw?: unknown; rawHash?: string | null; normalized: Normalized };
+
+// `normalized` of a result that returned normally: one shared object (sinks treat events as read-only).
+const RETURNED: Normalized = Object.freeze({ kind: 'returned' as const });
 
 // The caller-supplied facts of `run.started` (after the runner-checked `turn`), in the order the event lists them.
 const CALLER_FACTS = ['tenant', 'actor', 'environment', 'scope', 'toolsExposed'] as const;
@@ -309,11 +312,11 @@ export class RunTrace {
     const recorded = recordable(body);
     // With the raw result in the record its hash adds nothing; without it, the hash is what remains.
     const keepRaw = options.recordResults !== false;
-    const normalized: Normalized = isRejected(raw)
-      ? { kind: 'rejected', code: raw.code, reason: raw.reason }
-      : isAccepted(raw)
-        ? { kind: 'accepted', ref: toRecordable(raw.ref).value }
-        : { kind: 'returned' };
+    const normalized: Normalized = rejected
+      ? { kind: 'rejected', code: (raw as Rejected).code, reason: (raw as Rejected).reason }
+      : accepted
+        ? { kind: 'accepted', ref: toRecordable((raw as Accepted).ref).value }
+        : RETURNED;
     this.finished(record, started, {
       claimed,
       raw: keepRaw ? recorded : undefined,
