@@ -502,13 +502,13 @@ export function settle<T>(step: () => Promise<T>): Promise<T> {
 // The value as `toRecordable` copies it. A flat record of JSON scalars (most tool results) is copied here: the
 // general copy (a cycle set, an array of entry pairs) cost more than the rest of the raw field's record.
 function recordable(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) {
-    return toRecordable(value).value;
-  }
+  if (typeof value !== 'object' || value === null) return toRecordable(value).value;
   const source = value as Record<string, unknown>;
-  const keys = Object.keys(source);
   const out: Record<string, unknown> = {};
   try {
+    // A proxy's traps may throw here as anywhere: `toRecordable` then records what it can.
+    if (Object.getPrototypeOf(source) !== Object.prototype) return toRecordable(value).value;
+    const keys = Object.keys(source);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i] as string;
       const item = source[key];

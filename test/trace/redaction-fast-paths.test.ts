@@ -238,6 +238,23 @@ describe('redaction of plain data (raw results and arguments, which the run reco
           throw new Error('no');
         },
       },
+      // Strict proxies (SDK response objects) whose traps throw.
+      new Proxy(
+        { ok: true },
+        {
+          getPrototypeOf() {
+            throw new Error('no prototype for you');
+          },
+        },
+      ),
+      new Proxy(
+        { ok: true },
+        {
+          ownKeys() {
+            throw new Error('no keys for you');
+          },
+        },
+      ),
     ];
     for (const body of bodies) {
       const { runner, events, hd } = tracedSetup();
@@ -249,7 +266,8 @@ describe('redaction of plain data (raw results and arguments, which the run reco
           return body;
         },
       });
-      await runner.run(action, { id: 'T-104', status: 'resolved' }, ctx);
+      const c = await runner.run(action, { id: 'T-104', status: 'resolved' }, ctx);
+      expect(c.status).toBe('verified');
       const [finished] = ofType(events, 'execute.finished');
       expect(finished!.raw).toStrictEqual(toRecordable(body).value);
       expect(finished!.raw).not.toBe(body);
