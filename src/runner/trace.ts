@@ -11,7 +11,7 @@ import type {
 } from '../trace/events.js';
 import { TRACE_FORMAT_VERSION } from '../trace/events.js';
 import type { Redactor } from '../trace/redact.js';
-import { isAccepted, isRejected } from './markers.js';
+import { type Accepted, isAccepted, isRejected, type Rejected } from './markers.js';
 import { describeError, type Reading } from './readback.js';
 import { classifyClaim } from './shadow.js';
 import { StepTimeout } from './timeout.js';
@@ -27,6 +27,9 @@ type Baseline = { ok: true; value: unknown } | { ok: false; code: string; reason
 type Normalized = ExecuteFinishedEvent['normalized'];
 type Finished = { claimed: ClaimedOutcome; raw?: unknown; rawHash?: string | null; normalized: Normalized };
 
+// `normalized` of a result that returned normally: one shared object (sinks treat events as read-only).
+const RETURNED: Normalized = Object.freeze({ kind: 'returned' as const });
+
 // The caller-supplied facts of `run.started` (after the runner-checked `turn`), in the order the event lists them.
 const CALLER_FACTS = ['tenant', 'actor', 'environment', 'scope', 'toolsExposed'] as const;
 
@@ -39,6 +42,10 @@ export class RunTrace {
   // Whether this is the agent's own call (`run`): only there can a shadow verdict's claim be this call's.
   private ownCall = false;
   private executeEndedAt: number | undefined;
+  // When `tool.selected` was stamped: a decision with no policy is made in the same step (see `permission`).
+  private selectedAt: number | undefined;
+  // The attached record's `updatedAt`: a record still carrying it was not written in this call (see `moved`).
+  private attachedAt: number | undefined;
   private inputHash: string | null | undefined;
   // The target as given and as redacted, so a call's reads do not scan the same string again.
   private targetSeen: string | undefined;
@@ -94,9 +101,11 @@ export class RunTrace {
   }
 
   // Redaction of one field that can hold caller data (key rules see the field's name, as for nested keys).
-  private scrub(key: string, value: unknown): unknown {
+  // `plain`: the value is a copy `toRecordable` (or `recordable`) made, so it holds no symbol keys to look for.
+  private scrub(key: string, value: unknown, plain = false): unknown {
     try {
-      return this.tracer.redactor.redactField(key, value);
+      const redactor = this.tracer.redactor;
+      return plain ? redactor.redactPlainField(key, value) : redactor.redactField(key, value);
     } catch {
       // A value that cannot even be read (a throwing getter, a revoked proxy) is not shown, and the run goes on.
       return '[redacted:unreadable]';
@@ -155,14 +164,16 @@ export class RunTrace {
     input: unknown,
     extra: { issues?: string[]; target?: string; argsHash?: string | null } = {},
   ): void {
-    const e = this.open('tool.selected');
+    const wanted = this.wants('tool.selected');
+    if (wanted) this.selectedAt = this.tracer.clock.now();
+    const e = wanted ? this.open('tool.selected', this.selectedAt) : undefined;
     const argsHash = extra.argsHash !== undefined ? extra.argsHash : e || valid ? hashOrNull(input) : null;
     if (valid) this.inputHash = argsHash;
     if (!e) return;
     e.tool = this.action;
     e.valid = valid;
     e.argsHash = argsHash;
-    if (this.tracer.options.recordArguments) e.args = this.scrub('args', toRecordable(input).value);
+    if (this.tracer.options.recordArguments) e.args = this.scrub('args', recordable(input), true);
     if (extra.issues !== undefined) e.issues = this.scrub('issues', extra.issues);
     if (extra.target !== undefined) e.target = this.redactedTarget(extra.target);
     this.send(e);
@@ -170,7 +181,9 @@ export class RunTrace {
 
   /** Records the authorization decision. */
   permission(policy: boolean, reason: string | undefined): void {
-    const e = this.open('permission.decided');
+    // Without a policy nothing runs between the selection and this decision (the runner awaits only an
+    // `authorize`): one step, one clock read.
+    const e = this.open('permission.decided', policy ? undefined : this.selectedAt);
     if (!e) return;
     e.allowed = reason === undefined;
     e.policy = policy;
@@ -180,12 +193,14 @@ export class RunTrace {
 
   /** Records how the operation record was found or made. */
   reserved(
-    record: Pick<OperationRecord, 'id' | 'idempotencyKey' | 'fingerprint'>,
+    record: Pick<OperationRecord, 'id' | 'idempotencyKey' | 'fingerprint'> & { requestedAt?: number },
     reservation: OperationReservedEvent['reservation'],
   ): void {
     this.operationId = record.id;
-    // The reservation and its `reserved` transition are one moment: one clock read for both.
-    const at = this.tracer.isoNow();
+    // The reservation and its `reserved` transition are one moment, the one a new record was requested at
+    // (the time of its `reserved` store event): no clock read of its own.
+    const made = reservation === 'created' && typeof record.requestedAt === 'number';
+    const at = made ? this.tracer.isoOf(record.requestedAt as number) : this.tracer.isoNow();
     if (this.wants('operation.reserved')) {
       this.send({
         v: TRACE_FORMAT_VERSION,
@@ -207,11 +222,22 @@ export class RunTrace {
   /** Ties the call to an existing operation (poll, reconcile) without a reservation event. */
   attach(record: OperationRecord): void {
     this.operationId = record.id;
+    this.attachedAt = record.updatedAt;
   }
 
   /** Records one store transition. */
   transition(event: string, from: Lifecycle, record: OperationRecord): void {
-    this.moved(record.id, event, from, record.lifecycle, record.status, record.attempt, undefined);
+    if (!this.wants('state.transition')) return;
+    // A record the runner just wrote carries the write's time as `updatedAt` (the time of its store event):
+    // no clock read of its own. One written before this call began (a reviewer's decision is recorded on a
+    // copy of the record it found) does not, and takes the clock's time.
+    const written = record.updatedAt;
+    const ms =
+      typeof written === 'number' && written >= this.startedAt && written !== this.attachedAt
+        ? written
+        : this.tracer.clock.now();
+    const at = this.tracer.isoOf(ms);
+    this.moved(record.id, event, from, record.lifecycle, record.status, record.attempt, at);
   }
 
   private moved(
@@ -221,14 +247,14 @@ export class RunTrace {
     to: Lifecycle,
     status: Status | null,
     attempt: number,
-    at: string | undefined,
+    at: string,
   ): void {
     if (!this.wants('state.transition')) return;
     this.send({
       v: TRACE_FORMAT_VERSION,
       type: 'state.transition',
       seq: ++this.seq,
-      at: at ?? this.tracer.isoNow(),
+      at,
       runId: this.runId,
       callId: this.callId,
       action: this.action,
@@ -283,14 +309,14 @@ export class RunTrace {
       return;
     }
     const body = rejected || accepted ? ((raw as { raw?: unknown }).raw ?? null) : raw;
-    const recorded = toRecordable(body).value;
+    const recorded = recordable(body);
     // With the raw result in the record its hash adds nothing; without it, the hash is what remains.
     const keepRaw = options.recordResults !== false;
-    const normalized: Normalized = isRejected(raw)
-      ? { kind: 'rejected', code: raw.code, reason: raw.reason }
-      : isAccepted(raw)
-        ? { kind: 'accepted', ref: toRecordable(raw.ref).value }
-        : { kind: 'returned' };
+    const normalized: Normalized = rejected
+      ? { kind: 'rejected', code: (raw as Rejected).code, reason: (raw as Rejected).reason }
+      : accepted
+        ? { kind: 'accepted', ref: toRecordable((raw as Accepted).ref).value }
+        : RETURNED;
     this.finished(record, started, {
       claimed,
       raw: keepRaw ? recorded : undefined,
@@ -317,7 +343,7 @@ export class RunTrace {
       durationMs: ended - started,
       claimed: f.claimed,
     };
-    if (f.raw !== undefined) e.raw = this.scrub('raw', f.raw);
+    if (f.raw !== undefined) e.raw = this.scrub('raw', f.raw, true);
     if (f.rawHash) e.rawHash = f.rawHash;
     // `returned` carries no caller data; the other kinds carry a code, a reason or a reference.
     e.normalized = f.normalized.kind === 'returned' ? f.normalized : this.scrub('normalized', f.normalized);
@@ -471,6 +497,38 @@ export function settle<T>(step: () => Promise<T>): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+// The value as `toRecordable` copies it. A flat record of JSON scalars (most tool results) is copied here: the
+// general copy (a cycle set, an array of entry pairs) cost more than the rest of the raw field's record.
+function recordable(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return toRecordable(value).value;
+  const source = value as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  try {
+    // A proxy's traps may throw here as anywhere: `toRecordable` then records what it can.
+    if (Object.getPrototypeOf(source) !== Object.prototype) return toRecordable(value).value;
+    const keys = Object.keys(source);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      const item = source[key];
+      // Anything `toPlain` would convert, drop or refuse (undefined, NaN, nested data) takes its way.
+      if (key === '__proto__' || !isScalar(item)) return toRecordable(value).value;
+      out[key] = item;
+    }
+  } catch {
+    return toRecordable(value).value;
+  }
+  return out;
+}
+
+function isScalar(value: unknown): boolean {
+  return (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  );
 }
 
 function hashOrNull(value: unknown): string | null {

@@ -2,7 +2,7 @@ import { type Clock, isoTime } from '../clock.js';
 import type { Mode } from '../contract/types.js';
 import type { OperationRecord } from '../store/types.js';
 import type { TraceEntry, TraceEvent, TraceSink } from '../trace/events.js';
-import { createRedactor, type RedactionOptions, type Redactor } from '../trace/redact.js';
+import { createRedactor, type PlainRedactor, type RedactionOptions } from '../trace/redact.js';
 import { describeError } from './readback.js';
 import { RunTrace } from './trace.js';
 
@@ -37,7 +37,7 @@ export interface CallFacts {
 
 /** Builds and dispatches trace events for one runner; `begin` opens one call's record. */
 export class Tracer {
-  readonly redactor: Redactor;
+  readonly redactor: PlainRedactor;
   private readonly warned = new Set<TraceSink>();
   private callSeq = 0;
   private readonly callPrefix = `call_${Math.random().toString(36).slice(2, 10)}_`;
@@ -112,12 +112,17 @@ export class Tracer {
       if (types && !types.has(event.type)) continue;
       try {
         const pending = sink.write(event);
-        if (pending && typeof pending.then === 'function')
-          pending.then(undefined, (e) => this.sinkError(e, event, sink));
+        if (pending && typeof pending.then === 'function') this.watch(pending, event, sink);
       } catch (error) {
         this.sinkError(error, event, sink);
       }
     }
+  }
+
+  // Reports a sink's rejection. Apart from `dispatch`: a closure there would make every dispatch allocate a context
+  // for the event it captures, whether or not the sink returned a promise.
+  private watch(pending: Promise<void>, event: TraceEvent, sink: TraceSink): void {
+    pending.then(undefined, (e) => this.sinkError(e, event, sink));
   }
 
   private sinkError(error: unknown, event: TraceEvent, sink: TraceSink): void {

@@ -37,8 +37,17 @@ export interface Redactor {
 const MIN_SECRET_LENGTH = 8;
 const KEY_CACHE_LIMIT = 1024;
 
+/** A redactor that also takes data known to be plain: what the run record uses. */
+export interface PlainRedactor extends Redactor {
+  /**
+   * `redactField` for a value `toPlain` made (objects of Object.prototype, no symbol keys, no class instances):
+   * what such data cannot hold is not looked for.
+   */
+  redactPlainField(key: string, value: unknown): unknown;
+}
+
 /** Creates a redactor from the built-in rules (unless disabled) and the given ones. */
-export function createRedactor(options: RedactionOptions = {}): Redactor {
+export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ReadbackError('invalid_options', 'expected { defaults?, rules? }', 'trace.redaction');
   }
@@ -67,7 +76,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     }
     if (!rule && defaults && SECRET_KEY.test(key)) rule = 'default';
     // A key can be a secret itself (sessions or rate limits keyed by their token): it is scanned as text.
-    const verdict = { rule, text: redactString(key) };
+    const verdict = { rule, text: redactString(key), spaced: SPACED.test(key) };
     if (keyCache.size < KEY_CACHE_LIMIT) keyCache.set(key, verdict);
     return verdict;
   }
@@ -96,7 +105,7 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
     } catch {
       return undefined;
     }
-    const redacted = walk(data, 1);
+    const redacted = walk(data, 1, true);
     return redacted === data ? undefined : JSON.stringify(redacted);
   }
 
@@ -116,7 +125,9 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   }
 
   // Copy-on-write: parts with nothing to redact are returned as they are, so clean events allocate little.
-  function walk(value: unknown, depth: number, keep?: ReadonlySet<string>): unknown {
+  // `plain`: the value is plain data as `toPlain` or `JSON.parse` makes it (objects of Object.prototype, no
+  // symbol keys), so neither is looked for: reading an object's symbol keys costs more than the rest of its walk.
+  function walk(value: unknown, depth: number, plain: boolean, keep?: ReadonlySet<string>): unknown {
     if (typeof value === 'string') return redactString(value);
     if (typeof value === 'number')
       return defaults && looksLikeCardNumber(value) ? '[redacted:card_number]' : value;
@@ -128,17 +139,17 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
       const entries = Array.isArray(value[0]) && value.every(isEntry);
       let copy: unknown[] | undefined;
       for (let i = 0; i < value.length; i++) {
-        const item = entries ? redactPair(value[i], depth + 1) : walk(value[i], depth + 1);
+        const item = entries ? redactPair(value[i], depth + 1, plain) : walk(value[i], depth + 1, plain);
         if (item !== value[i]) copy ??= value.slice();
         if (copy) copy[i] = item;
       }
       return copy ?? value;
     }
-    const proto = Object.getPrototypeOf(value);
+    const proto = plain ? null : Object.getPrototypeOf(value);
     // A Map, Set, URL, Date or class instance is replaced by the data a sink would write for it (what its
     // `toJSON` gives, else its entries or own fields), and that is redacted: a sink must not get the object
     // itself, whose entries or `toJSON` text (a URL's password) nothing here has read.
-    if (proto !== Object.prototype && proto !== null) return walk(plainOf(value), depth + 1);
+    if (proto !== Object.prototype && proto !== null) return walk(plainOf(value), depth + 1, false);
     const source = value as Record<string, unknown>;
     const keys = Object.keys(source);
     let out: Record<string, unknown> | undefined;
@@ -156,31 +167,46 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
           ? redactWith(pair, item)
           : rule
             ? redactWith(rule, item)
-            : walk(item, depth + 1);
+            : walk(item, depth + 1, plain);
       if (redacted === item && text === key) continue;
       out ??= copyOf(source, keys);
       if (text !== key) Reflect.deleteProperty(out, key);
       setOwn(out, text === key ? key : freeKey(out, text), redacted);
     }
     // Symbol keys: JSON drops them, but a callback sink gets the object itself. Key rules see the description.
-    const symbols = Object.getOwnPropertySymbols(source);
+    const symbols = plain ? NO_SYMBOLS : Object.getOwnPropertySymbols(source);
     if (symbols.length > 0) {
-      const bySymbol = source as Record<symbol, unknown>;
-      const items = symbols.map((symbol) => bySymbol[symbol]);
-      const redacted = symbols.map((symbol, i) => redactEntry(symbol.description ?? '', items[i], depth));
-      if (!out && redacted.some((item, i) => item !== items[i])) out = copyOf(source, keys);
-      // A copy keeps every symbol-keyed value, redacted.
-      if (out)
-        for (let i = 0; i < symbols.length; i++) (out as Record<symbol, unknown>)[symbols[i]!] = redacted[i];
+      return redactSymbols(source, symbols, out ?? copyOf(source, keys), depth) ?? out ?? value;
     }
     return out ?? value;
   }
 
+  // Writes the object's symbol-keyed values, redacted, into `copy` (its string-keyed fields, redacted) and returns
+  // it, or undefined when none of them changed. Apart from `walk` because closures there would make every walk call
+  // allocate a context for the variables they capture.
+  function redactSymbols(
+    source: object,
+    symbols: readonly symbol[],
+    copy: Record<string, unknown>,
+    depth: number,
+  ): Record<string, unknown> | undefined {
+    const bySymbol = source as Record<symbol, unknown>;
+    let changed = false;
+    const redacted = symbols.map((symbol) => {
+      const item = redactEntry(symbol.description ?? '', bySymbol[symbol], depth);
+      if (item !== bySymbol[symbol]) changed = true;
+      return item;
+    });
+    // A copy keeps every symbol-keyed value, redacted.
+    for (let i = 0; i < symbols.length; i++) (copy as Record<symbol, unknown>)[symbols[i]!] = redacted[i];
+    return changed ? copy : undefined;
+  }
+
   // One `[name, value]` pair of a list of fields, its name redacted as a key: copied only when either changes.
-  function redactPair(pair: unknown, depth: number): unknown {
+  function redactPair(pair: unknown, depth: number, plain: boolean): unknown {
     const [name, item] = pair as [string, unknown];
-    const { rule, text } = keyVerdict(name);
-    const redacted = rule && !SPACED.test(name) ? redactWith(rule, item) : walk(item, depth + 1);
+    const { rule, text, spaced } = keyVerdict(name);
+    const redacted = rule && !spaced ? redactWith(rule, item) : walk(item, depth + 1, plain);
     return redacted === item && text === name ? pair : [text, redacted];
   }
 
@@ -189,14 +215,16 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   function pairRule(source: Record<string, unknown>): RedactionRule | 'default' | null {
     for (const field of LABEL_FIELDS) {
       const label = source[field];
-      if (typeof label === 'string') return SPACED.test(label) ? null : secretKey(label);
+      if (typeof label !== 'string') continue;
+      const { rule, spaced } = keyVerdict(label);
+      return spaced ? null : rule;
     }
     return null;
   }
 
-  function redactEntry(key: string, item: unknown, depth: number): unknown {
+  function redactEntry(key: string, item: unknown, depth: number, plain = false): unknown {
     const rule = secretKey(key);
-    if (rule === null) return walk(item, depth + 1);
+    if (rule === null) return walk(item, depth + 1, plain);
     return redactWith(rule, item);
   }
 
@@ -212,15 +240,17 @@ export function createRedactor(options: RedactionOptions = {}): Redactor {
   }
 
   return {
-    redact: <T>(value: T) => walk(value, 0) as T,
-    redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, keep) as T,
+    redact: <T>(value: T) => walk(value, 0, false) as T,
+    redactExcept: <T extends object>(value: T, keep: ReadonlySet<string>) => walk(value, 0, false, keep) as T,
     redactField: (key: string, value: unknown) => redactEntry(key, value, 0),
+    redactPlainField: (key: string, value: unknown) => redactEntry(key, value, 0, true),
   };
 }
 
 // The fields that carry the value of a labelled pair: HTTP headers and tags (`{ name, value }`, `{ Key, Value }`),
 // and checks (`{ name, expected, observed }`).
 const PAIRED_FIELDS: ReadonlySet<string> = new Set(['value', 'Value', 'expected', 'observed']);
+const NO_SYMBOLS: readonly symbol[] = [];
 const LABEL_FIELDS = ['name', 'key', 'Name', 'Key'];
 const SPACED = /\s/;
 
@@ -260,10 +290,12 @@ function keyMatches(rule: RedactionRule, key: string): boolean {
   }
 }
 
-// What a key rule decided for a key, and the key as text scanned for secrets.
+// What a key rule decided for a key, the key as text scanned for secrets, and whether it reads as prose.
 interface KeyVerdict {
   rule: RedactionRule | 'default' | null;
   text: string;
+  /** Whether it has whitespace: a label with spaces names a thing, not a field (see `pairRule`). */
+  spaced: boolean;
 }
 
 // `name`, or `name (2)`, `name (3)`, …: the first not yet a key of `out` (two redacted keys may read alike).

@@ -2,8 +2,9 @@
 // a string skip the built-in value scan, and the completion's reuse of its read's redacted checks and evidence.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { toRecordable } from '../../src/canonical.js';
 import type { Completion } from '../../src/contract/types.js';
-import { createRedactor, type RedactionOptions, type TraceEvent } from '../../src/index.js';
+import { createRedactor, defineAction, type RedactionOptions, type TraceEvent } from '../../src/index.js';
 import type { Reading } from '../../src/runner/readback.js';
 import { Tracer } from '../../src/runner/tracer.js';
 import type { OperationRecord } from '../../src/store/types.js';
@@ -106,6 +107,18 @@ describe('the redaction prefilter', () => {
     }
   });
 
+  it('checks a text shorter than any opened secret only for what fits in it', () => {
+    // URL credentials, assignments and bare card numbers fit in 13 characters; every other kind needs 14 or more.
+    for (const short of ['s://a:b@h', 'pwd=abc12', 'token: x', 'sig="abc"', '4111111111111']) {
+      expect(short.length).toBeLessThan(14);
+      expect(mayHoldSecret(short), short).toBe(true);
+    }
+    for (const clean of ['row:r12345', 'Basic abc', 'eyJabc.def', 'Bearer abc']) {
+      expect(mayHoldSecret(clean), clean).toBe(false);
+    }
+    expect(mayHoldSecret('Basic abcd1234')).toBe(true);
+  });
+
   it('still applies your own value rules to strings the built-in scan skips', () => {
     const redactor = createRedactor({ rules: [{ name: 'op', value: /op_[0-9a-f-]{36}/ }] });
     expect(redactor.redact(MESSAGE)).toBe(MESSAGE.replace(/op_[0-9a-f-]{36}/, '[redacted:op]'));
@@ -167,5 +180,97 @@ describe('redacted checks and evidence reused by the completion', () => {
     const [event] = ofType(events, 'completion');
     expect(event!.checks).toEqual([{ ...check, observed: '[redacted:bearer]' }]);
     expect(event!.evidence).toEqual({ status: '[redacted:bearer]' });
+  });
+});
+
+// Plain data with secrets in keys and values (objects, arrays, `[name, value]` lists, JSON text), as `toPlain` or
+// `JSON.parse` makes it.
+const secretText = fc.constantFrom(
+  'Bearer abc123DEF456ghi789',
+  'postgres://admin:pa55word@db',
+  'password=hunter22',
+);
+const plainLeaf = fc.oneof(
+  anyText,
+  secretText,
+  fc.integer(),
+  fc.constant(4111111111111111),
+  fc.boolean(),
+  fc.constant(null),
+);
+const plainKey = fc.oneof(
+  fc.constantFrom('token', 'name', 'value', 'password', 'status', 'api_key', 'note'),
+  text,
+);
+const { plainData } = fc.letrec((tie) => ({
+  plainData: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    plainLeaf,
+    fc.array(tie('plainData'), { maxLength: 4 }),
+    fc.array(fc.tuple(plainKey, tie('plainData')), { maxLength: 3 }),
+    fc.dictionary(plainKey, tie('plainData'), { maxKeys: 4 }).map((o) => ({ ...o })),
+    tie('plainData').map((value) => JSON.stringify({ password: 'hunter22', value })),
+  ),
+}));
+
+describe('redaction of plain data (raw results and arguments, which the run record copies first)', () => {
+  it('gives exactly what the full walk gives', () => {
+    const redactor = createRedactor({ rules: [{ name: 'note', key: /^note$/ }] });
+    fc.assert(
+      fc.property(plainKey, plainData, (key, value) => {
+        expect(redactor.redactPlainField(key, value)).toStrictEqual(redactor.redactField(key, value));
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('records a raw result as toRecordable copies it, a copy and never the result itself', async () => {
+    const bodies: unknown[] = [
+      { ok: true, id: 'T-1', count: 3, note: null },
+      { ok: true, skipped: undefined },
+      { ok: true, ratio: Number.NaN },
+      { ok: true, nested: { at: new Date(0) } },
+      JSON.parse('{"__proto__": "x", "ok": true}'),
+      Object.create(null, { ok: { value: true, enumerable: true } }),
+      {
+        ok: true,
+        get broken(): string {
+          throw new Error('no');
+        },
+      },
+      // Strict proxies (SDK response objects) whose traps throw.
+      new Proxy(
+        { ok: true },
+        {
+          getPrototypeOf() {
+            throw new Error('no prototype for you');
+          },
+        },
+      ),
+      new Proxy(
+        { ok: true },
+        {
+          ownKeys() {
+            throw new Error('no keys for you');
+          },
+        },
+      ),
+    ];
+    for (const body of bodies) {
+      const { runner, events, hd } = tracedSetup();
+      const action = defineAction({
+        ...hd.actions.updateTicket,
+        name: 'update_ticket_raw',
+        execute: async (input, c) => {
+          await hd.actions.updateTicket.execute(input, c);
+          return body;
+        },
+      });
+      const c = await runner.run(action, { id: 'T-104', status: 'resolved' }, ctx);
+      expect(c.status).toBe('verified');
+      const [finished] = ofType(events, 'execute.finished');
+      expect(finished!.raw).toStrictEqual(toRecordable(body).value);
+      expect(finished!.raw).not.toBe(body);
+    }
   });
 });
