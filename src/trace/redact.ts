@@ -33,8 +33,6 @@ export interface Redactor {
   redactField(key: string, value: unknown): unknown;
 }
 
-// Shorter strings cannot hold any built-in secret pattern, so they skip the scan.
-const MIN_SECRET_LENGTH = 8;
 const KEY_CACHE_LIMIT = 1024;
 
 /** A redactor that also takes data known to be plain: what the run record uses. */
@@ -93,7 +91,8 @@ export function createRedactor(options: RedactionOptions = {}): PlainRedactor {
       if (redacted !== undefined) return applyValueRules(redacted);
     }
     let out = text;
-    if (defaults && out.length >= MIN_SECRET_LENGTH && mayHoldSecret(out)) out = scanSecrets(out);
+    // Even a short text is checked: `pwd=abc` and `sig=x1` are whole secrets (the prefilter is cheap for them).
+    if (defaults && mayHoldSecret(out)) out = scanSecrets(out);
     return applyValueRules(out);
   }
 

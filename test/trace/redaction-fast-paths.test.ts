@@ -119,6 +119,16 @@ describe('the redaction prefilter', () => {
     expect(mayHoldSecret('Basic abcd1234')).toBe(true);
   });
 
+  it('redacts a secret shorter than eight characters, as the full scan does', () => {
+    // These used to skip the scan by length alone.
+    const redactor = createRedactor();
+    for (const short of ['pwd=abc', 'sig=x1', 'pwd: ab', 'token=a']) {
+      expect(redactor.redact(short), short).toBe(scanSecrets(short));
+      expect(redactor.redact(short), short).toMatch(/\[redacted:assignment\]$/);
+    }
+    expect(redactor.redact({ note: '://u:p@h' }).note).toBe('://[redacted:url_credentials]@h');
+  });
+
   it('still applies your own value rules to strings the built-in scan skips', () => {
     const redactor = createRedactor({ rules: [{ name: 'op', value: /op_[0-9a-f-]{36}/ }] });
     expect(redactor.redact(MESSAGE)).toBe(MESSAGE.replace(/op_[0-9a-f-]{36}/, '[redacted:op]'));
