@@ -27,9 +27,6 @@ type Baseline = { ok: true; value: unknown } | { ok: false; code: string; reason
 type Normalized = ExecuteFinishedEvent['normalized'];
 type Finished = { claimed: ClaimedOutcome; raw?: unknown; rawHash?: string | null; normalized: Normalized };
 
-// `normalized` of a result that returned normally: one shared object (sinks treat events as read-only).
-const RETURNED: Normalized = Object.freeze({ kind: 'returned' as const });
-
 // The caller-supplied facts of `run.started` (after the runner-checked `turn`), in the order the event lists them.
 const CALLER_FACTS = ['tenant', 'actor', 'environment', 'scope', 'toolsExposed'] as const;
 
@@ -316,7 +313,7 @@ export class RunTrace {
       ? { kind: 'rejected', code: (raw as Rejected).code, reason: (raw as Rejected).reason }
       : accepted
         ? { kind: 'accepted', ref: toRecordable((raw as Accepted).ref).value }
-        : RETURNED;
+        : { kind: 'returned' };
     this.finished(record, started, {
       claimed,
       raw: keepRaw ? recorded : undefined,
