@@ -240,7 +240,7 @@ export class RecordWriter {
     const applied = (moved: OperationRecord | null): boolean => {
       if (!moved) return false;
       this.record = moved;
-      this.run.trace?.transition(event.type, was, moved);
+      this.run.trace?.transition(event.type, was, moved, next.at);
       return true;
     };
     // One `then` with both handlers: the refusal path costs nothing on a write that succeeds.

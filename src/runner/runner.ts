@@ -496,7 +496,12 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     verdict: 'approved' | 'rejected',
     decision: ReviewDecision,
   ): Promise<Completion> {
-    const decide = () => recordDecision(store, actionNamed, operationId, verdict, decision, clock.now());
+    // The decision's time, which its store event carries and so does its trace transition.
+    let decidedAt = 0;
+    const decide = () => {
+      decidedAt = clock.now();
+      return recordDecision(store, actionNamed, operationId, verdict, decision, decidedAt);
+    };
     const record = tracer ? await store.get(operationId) : null;
     const known = record ? registry.get(record.action) : undefined;
     if (!tracer || !record || !known || record.lifecycle !== 'awaiting_approval') return decide();
@@ -510,11 +515,16 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       const note = typeof decision.note === 'string' && decision.note !== '' ? `: ${decision.note}` : '';
       t.permission(true, verdict === 'rejected' ? `rejected by ${by}${note}` : undefined);
       const lifecycle = verdict === 'approved' ? 'requested' : 'settled';
-      t.transition(verdict, 'awaiting_approval', {
-        ...record,
-        lifecycle,
-        status: verdict === 'approved' ? record.status : completion.status,
-      });
+      t.transition(
+        verdict,
+        'awaiting_approval',
+        {
+          ...record,
+          lifecycle,
+          status: verdict === 'approved' ? record.status : completion.status,
+        },
+        decidedAt,
+      );
       return completion;
     });
     return traced(t, done);

@@ -41,8 +41,6 @@ export class RunTrace {
   private executeEndedAt: number | undefined;
   // When `tool.selected` was stamped: a decision with no policy is made in the same step (see `permission`).
   private selectedAt: number | undefined;
-  // The attached record's `updatedAt`: a record still carrying it was not written in this call (see `moved`).
-  private attachedAt: number | undefined;
   private inputHash: string | null | undefined;
   // The target as given and as redacted, so a call's reads do not scan the same string again.
   private targetSeen: string | undefined;
@@ -219,21 +217,14 @@ export class RunTrace {
   /** Ties the call to an existing operation (poll, reconcile) without a reservation event. */
   attach(record: OperationRecord): void {
     this.operationId = record.id;
-    this.attachedAt = record.updatedAt;
   }
 
   /** Records one store transition. */
-  transition(event: string, from: Lifecycle, record: OperationRecord): void {
+  transition(event: string, from: Lifecycle, record: OperationRecord, atMs: number): void {
     if (!this.wants('state.transition')) return;
-    // A record the runner just wrote carries the write's time as `updatedAt` (the time of its store event):
-    // no clock read of its own. One written before this call began (a reviewer's decision is recorded on a
-    // copy of the record it found) does not, and takes the clock's time.
-    const written = record.updatedAt;
-    const ms =
-      typeof written === 'number' && written >= this.startedAt && written !== this.attachedAt
-        ? written
-        : this.tracer.clock.now();
-    const at = this.tracer.isoOf(ms);
+    // Stamped with the time of the store event the write appended (no clock read of its own), whatever the
+    // store made of the record's `updatedAt`.
+    const at = this.tracer.isoOf(atMs);
     this.moved(record.id, event, from, record.lifecycle, record.status, record.attempt, at);
   }
 

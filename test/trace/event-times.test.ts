@@ -90,5 +90,8 @@ describe('event times', () => {
     expect(approved.event).toBe('approved');
     expect(Date.parse(approved.at)).toBeGreaterThan(found!.updatedAt);
     expect(Date.parse(approved.at)).toBeGreaterThanOrEqual(Date.parse(ofType(events, 'run.started')[0]!.at));
+    // The time the decision's own store event carries.
+    const stored = (await store.events(parked.operationId)).find((e) => e.type === 'approved');
+    expect(Date.parse(approved.at)).toBe(stored!.at);
   });
 });
