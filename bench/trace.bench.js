@@ -21,6 +21,8 @@ const OPS = Number(process.env.BENCH_OPS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 // Loopback HTTP is ~5x slower per action; fewer actions keep the run short.
 const HTTP_OPS = Number(process.env.BENCH_HTTP_OPS ?? 4_000);
+// BENCH_ISOLATE=1: actions the timed runner runs first, uncounted, in its child process.
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3_000);
 // BENCH_IO=none,turn (default all three) and BENCH_KINDS=none,callback (default all five) narrow a run.
 const IOS = (process.env.BENCH_IO ?? 'none,turn,http').split(',');
 const dir = mkdtempSync(join(tmpdir(), 'readback-trace-bench-'));
@@ -122,12 +124,18 @@ const DEFAULT_KINDS = Object.keys(KINDS).filter(
   (kind) => !['callbackIdle', 'callbackCompletions'].includes(kind),
 );
 
-async function runLoop(kind, io) {
+// `warmup`: actions the same runner runs first, not counted (a fresh runner's functions are optimized only a few
+// thousand actions in, and a traced runner has more of them).
+async function runLoop(kind, io, warmup = 0) {
   const ops = io === 'http' ? HTTP_OPS : OPS;
   const system = makeSystem(io);
   const action = makeAction(system);
   const { trace, finish } = KINDS[kind]();
   const runner = createRunner({ store: memoryStore(), ...(trace ? { trace } : {}) });
+  for (let i = 0; i < warmup; i++) {
+    const c = await runner.run(action, { id: `w${i}`, status: 'done' }, { runId: 'bench' });
+    if (c.status !== 'verified') throw new Error(`${kind}: warm-up action ${i} came back ${c.status}`);
+  }
   let verified = 0;
   collectGarbage();
   const start = process.hrtime.bigint();
@@ -198,8 +206,8 @@ async function measure(io) {
 if (CHILD) {
   const [, , , kind, io] = process.argv;
   if (io === 'http') await startServer();
-  await runLoop(kind, io); // warm-up, not counted
-  const result = await runLoop(kind, io);
+  await runLoop(kind, io); // warms up the shared code (store, action, system), not counted
+  const result = await runLoop(kind, io, WARMUP);
   if (io === 'http') stopServer();
   rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify(result));
