@@ -22,13 +22,7 @@ import {
   type OperationStore,
   RECORD_SCHEMA_VERSION,
 } from '../store/types.js';
-import {
-  prepareArrays,
-  type SqliteArrayStatement,
-  type SqliteLike,
-  type SqliteStatement,
-  type SqliteValue,
-} from './driver.js';
+import { prepareArrays, type SqliteLike, type SqliteStatement, type SqliteValue } from './driver.js';
 import {
   boundJson,
   type EventRow,
@@ -119,29 +113,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
   let closed = false;
   // Prepared once per SQL text: the dynamic UPDATE and list shapes repeat, and preparing is the
   // costliest part of a small statement.
-  const statements = new Map<string, SqliteStatement>();
-  const stmt = (sql: string): SqliteStatement => {
-    let prepared = statements.get(sql);
-    if (prepared === undefined) {
-      // Patches vary in shape, so bound the cache rather than let odd callers grow it forever.
-      if (statements.size >= MAX_CACHED_STATEMENTS) statements.clear();
-      prepared = db.prepare(sql);
-      statements.set(sql, prepared);
-    }
-    return prepared;
-  };
-  // Statements that return operation rows, kept apart because their rows come back as arrays (see
-  // `prepareArrays`); same bound as above.
-  const rowStatements = new Map<string, SqliteArrayStatement>();
-  const rows = (sql: string): SqliteArrayStatement => {
-    let prepared = rowStatements.get(sql);
-    if (prepared === undefined) {
-      if (rowStatements.size >= MAX_CACHED_STATEMENTS) rowStatements.clear();
-      prepared = prepareArrays(db, sql, OPERATION_COLUMN_NAMES);
-      rowStatements.set(sql, prepared);
-    }
-    return prepared;
-  };
+  const stmt = preparedOnce((sql): SqliteStatement => db.prepare(sql));
+  // Statements that return operation rows, kept apart because their rows come back as arrays (see `prepareArrays`).
+  const rows = preparedOnce((sql) => prepareArrays(db, sql, OPERATION_COLUMN_NAMES));
 
   const open = (method: string) => {
     if (closed) throw new ReadbackError('store_closed', `${label} is closed; cannot ${method}`);
@@ -498,7 +472,8 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       closed = true;
       // Writes called before close still commit, and their callers hear how it went.
       flush();
-      statements.clear();
+      stmt.clear();
+      rows.clear();
       // Whoever opened the connection closes it: a handle the caller passed in stays open.
       if (owned) db.close();
     },
@@ -507,3 +482,19 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
 
 // The memory store keeps whatever an event holds; these columns are NOT NULL, so say which field
 // is wrong instead of surfacing a driver constraint error.
+
+// A cache of prepared statements by SQL text (`clear` drops them all). Patches vary in shape, so it is bounded
+// rather than left to grow forever with odd callers.
+function preparedOnce<T>(prepare: (sql: string) => T): ((sql: string) => T) & { clear(): void } {
+  const cache = new Map<string, T>();
+  const get = (sql: string): T => {
+    let prepared = cache.get(sql);
+    if (prepared === undefined) {
+      if (cache.size >= MAX_CACHED_STATEMENTS) cache.clear();
+      prepared = prepare(sql);
+      cache.set(sql, prepared);
+    }
+    return prepared;
+  };
+  return Object.assign(get, { clear: () => cache.clear() });
+}
