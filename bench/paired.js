@@ -5,6 +5,8 @@
 // BENCH_STORE=fake (default: the SQLite store over a stand-in handle whose statements answer from a Map, so only
 //   JavaScript is timed) | memory | sqlite (files in BENCH_DIR, default the OS temp folder; BENCH_DURABILITY=normal)
 //   | pg (READBACK_PG_URL, a schema per build, dropped after). BENCH_BATCH actions per batch, BENCH_PAIRS pairs.
+// BENCH_TRACE=callback: both runners record every trace event to a callback sink that counts them; idle: a sink
+//   that takes only `run.error` (a traced call that builds no event); BENCH_TRACE_A: side A's own setting.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -64,9 +66,19 @@ function standInHandle(columns, real) {
   return { db, clear: () => rows.clear() };
 }
 
+// The trace settings a side runs with (BENCH_TRACE, or BENCH_TRACE_A for side A), from its build's own sink.
+function traceOptions(callbackSink, n) {
+  const kind = (n === 0 ? process.env.BENCH_TRACE_A : undefined) ?? process.env.BENCH_TRACE ?? 'none';
+  if (kind === 'none') return undefined;
+  let events = 0;
+  if (kind === 'callback') return { sinks: [callbackSink(() => void events++)] };
+  if (kind === 'idle') return { sinks: [callbackSink(() => void events++, { types: ['run.error'] })] };
+  throw new Error(`BENCH_TRACE must be none, idle or callback, not ${kind}`);
+}
+
 async function build(dist, n) {
   const load = (path) => import(pathToFileURL(join(dist, path)).href);
-  const { createRunner, defineAction, memoryStore } = await load('index.js');
+  const { callbackSink, createRunner, defineAction, memoryStore } = await load('index.js');
   const target = new Map();
   const action = defineAction({
     name: 'set_status',
@@ -114,7 +126,8 @@ async function build(dist, n) {
   } else {
     throw new Error(`BENCH_STORE must be fake, memory, sqlite or pg, not ${STORE}`);
   }
-  const make = () => createRunner({ store: store ?? memoryStore() });
+  const trace = traceOptions(callbackSink, n);
+  const make = () => createRunner({ store: store ?? memoryStore(), ...(trace ? { trace } : {}) });
   const side = { dist, runner: make() };
   // Stores that keep everything in memory start each batch empty, so neither side pays for a growing heap.
   side.reset = () => {

@@ -12,7 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { callbackSink, createRunner, jsonlSink, memoryStore } from '../dist/index.js';
 import { otelSink } from '../dist/otel/index.js';
 import { makeAction, makeSystem, median, startServer, stopServer } from './systems.js';
@@ -120,6 +125,73 @@ function mainThreadMicros() {
   }
 }
 
+// What `otelSink` hands the SDK for one committed action of the bench's own: its span (name, kind, attributes,
+// events) and the histogram points it records, read from one real traced action into in-memory exporters.
+async function sdkWorkOfOneAction() {
+  const exporter = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const meterProvider = new MeterProvider({ readers: [new NoopReader()] });
+  const meter = meterProvider.getMeter('bench');
+  const points = [];
+  // The adapter's meter, with each histogram's points noted as they are recorded.
+  const noting = Object.create(meter, {
+    createHistogram: {
+      value: (name, options) => {
+        const histogram = meter.createHistogram(name, options);
+        const record = (value, attributes) => {
+          points.push({ name, value, attributes });
+          histogram.record(value, attributes);
+        };
+        return { record };
+      },
+    },
+  });
+  const sink = otelSink({ tracer: tracerProvider.getTracer('bench'), meter: noting });
+  const runner = createRunner({ store: memoryStore(), trace: { sinks: [sink] } });
+  const action = makeAction(makeSystem('none'));
+  await runner.run(action, { id: 'shape-1', status: 'done' }, { runId: 'bench' });
+  exporter.reset();
+  points.length = 0;
+  await runner.run(action, { id: 'shape-2', status: 'done' }, { runId: 'bench' });
+  const spans = exporter.getFinishedSpans();
+  if (spans.length !== 1 || points.length === 0)
+    throw new Error(`expected one span and some points, got ${spans.length}`);
+  await tracerProvider.shutdown();
+  await meterProvider.shutdown();
+  const [span] = spans;
+  return { name: span.name, kind: span.kind, attributes: span.attributes, events: span.events, points };
+}
+
+// BENCH_KINDS=…,otelSdkFloor (in the defaults): the untraced runner, and after each action the SDK alone makes
+// the span, span events and histogram points `otelSink` makes for it (copied attributes, as an adapter builds them
+// per call; no readback code at all). Its overhead is what any adapter over this SDK pays at least.
+KINDS.otelSdkFloor = async () => {
+  const shape = await sdkWorkOfOneAction();
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(noopExporter)] });
+  const meterProvider = new MeterProvider({ readers: [new NoopReader()] });
+  const tracer = tracerProvider.getTracer('bench');
+  const meter = meterProvider.getMeter('bench');
+  const histograms = new Map(shape.points.map((p) => [p.name, meter.createHistogram(p.name)]));
+  let spans = 0;
+  return {
+    trace: undefined,
+    after: () => {
+      const span = tracer.startSpan(shape.name, { kind: shape.kind });
+      for (const event of shape.events) span.addEvent(event.name, { ...event.attributes }, performance.now());
+      span.setAttributes({ ...shape.attributes });
+      span.end();
+      for (const point of shape.points)
+        histograms.get(point.name).record(point.value, { ...point.attributes });
+      spans++;
+    },
+    finish: async () => {
+      if (spans === 0) throw new Error('the SDK floor made no span');
+      await tracerProvider.shutdown();
+      await meterProvider.shutdown();
+    },
+  };
+};
+
 const DEFAULT_KINDS = Object.keys(KINDS).filter(
   (kind) => !['callbackIdle', 'callbackCompletions'].includes(kind),
 );
@@ -130,11 +202,12 @@ async function runLoop(kind, io, warmup = 0) {
   const ops = io === 'http' ? HTTP_OPS : OPS;
   const system = makeSystem(io);
   const action = makeAction(system);
-  const { trace, finish } = KINDS[kind]();
+  const { trace, finish, after } = await KINDS[kind]();
   const runner = createRunner({ store: memoryStore(), ...(trace ? { trace } : {}) });
   for (let i = 0; i < warmup; i++) {
     const c = await runner.run(action, { id: `w${i}`, status: 'done' }, { runId: 'bench' });
     if (c.status !== 'verified') throw new Error(`${kind}: warm-up action ${i} came back ${c.status}`);
+    if (after) after();
   }
   let verified = 0;
   collectGarbage();
@@ -144,6 +217,7 @@ async function runLoop(kind, io, warmup = 0) {
   for (let i = 0; i < ops; i++) {
     const c = await runner.run(action, { id: `r${i}`, status: 'done' }, { runId: 'bench' });
     if (c.status === 'verified') verified++;
+    if (after) after();
   }
   await finish();
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
@@ -228,6 +302,8 @@ const label = {
   jsonl: 'JSONL file sink',
   otelApiOnly: 'OpenTelemetry sink, API only (no SDK registered)',
   otel: 'OpenTelemetry sink (SDK, batch processor, no-op exporter)',
+  otelSdkFloor:
+    'no trace, plus the same span and points made with the SDK directly (the floor under any adapter)',
 };
 const ioLabel = {
   none: 'Map, no I/O',
