@@ -1,13 +1,4 @@
-import {
-  closeSync,
-  constants,
-  createWriteStream,
-  fstatSync,
-  openSync,
-  readSync,
-  type WriteStream,
-  writeSync,
-} from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { optionalBoolean, ReadbackError } from '../errors.js';
 import type { TraceEvent, TraceEventType, TraceSink } from './events.js';
 
@@ -64,32 +55,46 @@ function typesOf(options: SinkOptions, field: string): ReadonlySet<TraceEventTyp
   return new Set(types);
 }
 
-/** A JSONL sink: one event per line, written in batches through a stream; call `close()` when done. */
+/** A JSONL sink: one event per line, appended in batches; call `close()` when done. */
 export interface JsonlSink extends TraceSink {
   readonly path: string;
   flush(): Promise<void>;
   close(): Promise<void>;
 }
 
-// Lines are gathered and handed to the stream in batches: each stream write is a file-system request through
-// libuv's thread pool, costing far more than the JSON encoding. A batch goes out when it nears BATCH_BYTES or
-// BATCH_MS after its first line, whichever comes first (`flush()` and `close()` send it at once). Each line is
-// encoded straight into the batch's buffer: appending lines to one string and converting it at the end cost
-// ~3× the JSON encoding itself (the joined string is flattened, then re-encoded as UTF-8, and one non-ASCII
-// character, such as the quotes around a postcondition, makes the whole batch a two-byte string).
+// Lines are gathered in one buffer and written to the file in batches, with a synchronous append each: the
+// event loop may not turn for a long time (a loop of runs whose tools answer from memory), and writes queued on
+// a stream until it does would hold every batch of the whole trace in memory. A batch goes out when it nears
+// BATCH_BYTES or BATCH_MS after its first line, whichever comes first (`flush()` and `close()` send it at
+// once). Each line is encoded straight into the buffer: appending lines to one string and converting it at the
+// end cost ~3× the JSON encoding itself (the joined string is flattened, then re-encoded as UTF-8, and one
+// non-ASCII character, such as the quotes around a postcondition, makes the whole batch a two-byte string).
 const BATCH_BYTES = 64 * 1024;
 const BATCH_MS = 50;
 // UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair takes 4 bytes for 2 units).
 const MAX_BYTES_PER_UNIT = 3;
 const NEWLINE = 0x0a;
 
+// The sinks with lines not yet written, sent when the process exits (`process.exit()`, an uncaught exception,
+// or the event loop running out): one listener for all of them, added with the first.
+const unsent = new Set<() => void>();
+let exitListening = false;
+function sendOnExit(send: () => void): void {
+  unsent.add(send);
+  if (exitListening) return;
+  exitListening = true;
+  process.on('exit', () => {
+    for (const pending of unsent) pending();
+  });
+}
+
 /**
- * Writes each event as one JSON line to `path`. Writes are batched (at most 50 ms or 64 KiB) and asynchronous so
- * a run never waits on the disk; `flush()` resolves once every line so far reached the file, `close()` also
- * ends the stream. Every event written before `close()` is in the file when it resolves (both reject when a
- * write failed; a repeated `close()` or a later `flush()` returns the same promise); a process that exits
- * without closing (`process.exit()`, an uncaught exception) loses the batch not yet sent (at most 50 ms or
- * 64 KiB). Every write appends (`O_APPEND`), also after `append: false` truncated the file.
+ * Writes each event as one JSON line to `path`. Lines are batched (at most 50 ms or 64 KiB) and each batch is
+ * one synchronous append, to the OS (not synced to the disk); `flush()` sends the batch at once, `close()` also
+ * closes the file, and both reject when a write failed (a repeated `close()` or a later `flush()` returns the
+ * same promise). A process that exits without closing (`process.exit()`, an uncaught exception) still writes
+ * its last batch from an `exit` listener; a signal or a crash loses at most that batch, never part of a line.
+ * Every write appends (`O_APPEND`), also after `append: false` truncated the file.
  */
 export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSink {
   if (typeof path !== 'string' || path === '') {
@@ -118,35 +123,31 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
     );
   }
   if (append) endTornLine(path, fd);
-  const stream: WriteStream = createWriteStream(path, { fd });
   let failure: unknown;
-  // Set by the first close(): later close() and flush() calls wait on it, so none resolves before the end.
+  // Set by the first close(): later close() and flush() calls return it.
   let closing: Promise<void> | undefined;
-  // The batch being filled; the stream keeps a sent buffer until written, so each batch gets a fresh one.
-  let buffer = Buffer.allocUnsafe(BATCH_BYTES);
+  // The batch being filled; a write copies it to the OS, so one buffer serves every batch.
+  const buffer = Buffer.allocUnsafe(BATCH_BYTES);
   let used = 0;
   let scheduled: ReturnType<typeof setTimeout> | undefined;
-  // A failed write reports to its callback before the stream's 'error' event, which comes a tick later: the
-  // callback records it at once, so the next write, flush() or close() cannot miss it.
-  const onWritten = (error?: Error | null) => {
-    if (error) failure ??= error;
+  // One append of the whole chunk; a short write (rare, on a file) is finished by the next one.
+  const appendAll = (chunk: Buffer) => {
+    try {
+      for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
+    } catch (error) {
+      failure ??= error;
+    }
   };
-  stream.on('error', onWritten);
   const sendBatch = () => {
     if (scheduled) clearTimeout(scheduled);
     scheduled = undefined;
-    if (used === 0 || failure) return;
-    stream.write(buffer.subarray(0, used), onWritten);
-    buffer = Buffer.allocUnsafe(BATCH_BYTES);
+    if (used === 0) return;
+    unsent.delete(sendBatch);
+    // After a failed write the lines are dropped: the failure is what every later call reports.
+    if (!failure) appendAll(buffer.subarray(0, used));
     used = 0;
   };
-  const drained = () =>
-    new Promise<void>((resolve, reject) => {
-      sendBatch();
-      if (failure) return reject(failure);
-      // An empty write's callback runs after everything queued before it has been handed to the file.
-      stream.write('', (error) => (error || failure ? reject(error ?? failure) : resolve()));
-    });
+  const settled = () => (failure ? Promise.reject(failure) : Promise.resolve());
   return {
     path,
     ...(types ? { types } : {}),
@@ -158,25 +159,38 @@ export function jsonlSink(path: string, options: JsonlSinkOptions = {}): JsonlSi
       const room = line.length * MAX_BYTES_PER_UNIT + 1;
       if (room > BATCH_BYTES - used) {
         sendBatch();
+        if (failure) throw failure;
         if (room > BATCH_BYTES) {
           // A line bigger than a whole batch goes out on its own, in order after what came before.
-          stream.write(`${line}\n`, onWritten);
+          appendAll(Buffer.from(`${line}\n`));
+          if (failure) throw failure;
           return;
         }
       }
       used += buffer.write(line, used);
       buffer[used++] = NEWLINE;
-      scheduled ??= setTimeout(sendBatch, BATCH_MS);
+      if (scheduled === undefined) {
+        // The timer does not hold the process open: the exit listener writes what is left.
+        scheduled = setTimeout(sendBatch, BATCH_MS).unref();
+        sendOnExit(sendBatch);
+      }
     },
-    flush: () => closing ?? drained(),
+    flush() {
+      if (closing) return closing;
+      sendBatch();
+      return settled();
+    },
     close() {
       if (closing) return closing;
       sendBatch();
-      closing = new Promise<void>((resolve, reject) => {
-        // A write that failed before the end is reported here even when flush() already reported it: lines
-        // are missing from the file, and close() resolving would say they are all there.
-        stream.end((error?: Error | null) => (failure || error ? reject(failure ?? error) : resolve()));
-      });
+      try {
+        closeSync(fd);
+      } catch (error) {
+        failure ??= error;
+      }
+      closing = settled();
+      // A caller that never awaits close() must not see an unhandled rejection; awaiting it still rejects.
+      closing.catch(() => {});
       return closing;
     },
   };

@@ -103,7 +103,7 @@ describe('jsonlSink appending to a trace whose last line a killed process cut sh
 });
 
 describe('jsonlSink close() and flush() around the end', () => {
-  // Enough lines for several batches still queued in the stream when the first close() returns.
+  // Enough lines for several batches.
   const fill = (sink: ReturnType<typeof jsonlSink>, count: number) => {
     for (let i = 0; i < count; i++) sink.write(event(`c${i}`));
   };
@@ -141,6 +141,22 @@ describe('jsonlSink close() and flush() around the end', () => {
     failed.write(event('c1'));
     await expect(failed.close()).rejects.toThrow(/ENOSPC/);
     await expect(failed.flush()).rejects.toThrow(/ENOSPC/);
+  });
+
+  it('writes full batches while the event loop never turns, so a long loop of runs holds one batch at most', () => {
+    const path = join(dir, 'no-turns.jsonl');
+    const sink = jsonlSink(path);
+    // ~1 MiB of lines with no await in between: nothing async could have run.
+    fill(sink, 12_000);
+    const written = readFileSync(path, 'utf8');
+    const lines = written.split('\n').filter((l) => l !== '');
+    // All but the batch being filled are in the file already, each line whole.
+    expect(written.endsWith('\n')).toBe(true);
+    expect(lines.length).toBeGreaterThan(12_000 - (64 * 1024) / 80);
+    expect(lines.map((l) => (JSON.parse(l) as TraceEvent).callId)).toEqual(
+      Array.from({ length: lines.length }, (_, i) => `c${i}`),
+    );
+    return sink.close();
   });
 
   it('a write after close() is refused with a clear error the runner reports, and the file is unchanged', async () => {
@@ -256,7 +272,7 @@ ${ending}
     return { events: existsSync(file) ? linesOf(file) : [], code };
   }
 
-  it('keeps every line when the event loop simply runs out, without close(): the batch timer holds it open', async () => {
+  it('keeps every line when the event loop simply runs out, without close()', async () => {
     const { events, code } = await endWith('');
     expect(code).toBe(0);
     expect(events.at(-1)?.type).toBe('completion');
@@ -267,12 +283,19 @@ ${ending}
     expect(events.at(-1)?.type).toBe('completion');
   }, 60_000);
 
-  it('process.exit() or an uncaught exception without close() loses the unsent batch, never a half line', async () => {
-    // linesOf parses every line: what reached the file is whole lines only (the documented loss is the tail).
+  it('keeps every line when process.exit() or an uncaught exception ends it without close()', async () => {
+    // The last batch was not sent when the process began to exit: the exit listener writes it.
     for (const ending of ['process.exit(3);', "throw new Error('boom');"]) {
       const { events, code } = await endWith(ending);
       expect(code).not.toBe(0);
+      expect(events.at(-1)?.type).toBe('completion');
       expect(events.every((e) => e.runId === 'r')).toBe(true);
     }
+  }, 60_000);
+
+  it('a process killed by a signal before its batch went out loses that batch, never part of a line', async () => {
+    const { events, code } = await endWith("process.kill(process.pid, 'SIGKILL');");
+    expect(code).not.toBe(0);
+    expect(events).toEqual([]);
   }, 60_000);
 });
