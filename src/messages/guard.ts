@@ -31,6 +31,7 @@ import type { Completion, Status } from '../contract/types.js';
 import {
   type EffectClaim,
   findClaims,
+  foldLookalikes,
   isDeterminer,
   maskQuoted,
   sameWord,
@@ -349,7 +350,7 @@ function attribute(claim: EffectClaim, sentence: string, index: Index): Attribut
 }
 
 function hasSubject(clause: string): boolean {
-  const tokens = clause.replace(/’/g, "'").toLowerCase().split(/\s+/);
+  const tokens = foldLookalikes(clause).replace(/’/g, "'").toLowerCase().split(/\s+/);
   return tokens.some((t, i) => {
     if (/[\d@#]/.test(t)) return true;
     const next = (tokens[i + 1] ?? '').replace(/[^a-z'-]/g, '');
