@@ -530,8 +530,9 @@ export function findClaims(input: string): EffectClaim[] {
   const ranges = splitClauses(norm);
   ranges.forEach((range, r) => {
     const tokens = tokenize(masked, range.start, range.end);
-    const end = coordinatedEnd(masked, ranges, r);
-    const start = coordinatedStart(masked, ranges, r);
+    // How far this clause's claims reach into the clauses around it, found at its first claim: most clauses claim
+    // nothing, and each walk may cross every clause before or after ("T-1 and T-2 and … are closed").
+    let reach: ClauseRange | undefined;
     const scopeStart = scopeHedgeStart(tokens);
     // Only a claim with nothing but leading adverbs before it can share the subject of the clause before.
     const opening = leadingAdverbs(tokens);
@@ -542,6 +543,7 @@ export function findClaims(input: string): EffectClaim[] {
       const object = tokens[i + hit.length]?.text ?? '';
       const speakers = hit.effect.notBySpeaker === true && (bySpeaker(tokens, i) || troubleAfter(tokens, i));
       if (!isHedged(tokens, i, scopeStart) && object !== 'nothing' && object !== 'none' && !speakers) {
+        reach ??= { start: coordinatedStart(masked, ranges, r), end: coordinatedEnd(masked, ranges, r) };
         claims.push({
           word: hit.word,
           stem: hit.effect.stem,
@@ -550,8 +552,9 @@ export function findClaims(input: string): EffectClaim[] {
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
           clause: sentence
             .slice(
-              (i <= opening ? sharedStart(masked, ranges, r, tokens, i, hit.length) : undefined) ?? start,
-              end,
+              (i <= opening ? sharedStart(masked, ranges, r, tokens, i, hit.length) : undefined) ??
+                reach.start,
+              reach.end,
             )
             .trim(),
           idiom: hit.effect.idiom === true,
