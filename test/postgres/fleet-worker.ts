@@ -112,6 +112,11 @@ const apply = defineAction({
 
 const stop = new AbortController();
 process.on('SIGTERM', () => stop.abort());
+// A killed test run leaves its workers behind; without this they drain on against the server, and the next run's
+// drain competes with them. The channel closes when the test process ends, however it ends. Unreferenced, it does
+// not keep a worker that is done from exiting.
+process.on('disconnect', () => stop.abort());
+process.channel?.unref();
 const runner = createRunner({ store, actions: [apply], retryBudget: 5 });
 const report = await runner.reconcile({
   owner: config.owner,

@@ -55,8 +55,9 @@ export async function startWorker(
     storeUrl: withAppName(url, `${app}-store`),
     targetUrl: withAppName(url, `${app}-target`),
   };
+  // The IPC channel is how a worker learns its test process is gone (see fleet-worker.ts).
   const child = spawn(process.execPath, [await workerScript(), JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let stdout = '';
   let stderr = '';
