@@ -7,13 +7,6 @@ import { describeError } from './readback.js';
 // The checks and derivations `runner.run` makes of one call before anything is reserved: the context's
 // shape, the authorization policy, the idempotency key, and the completion of a key reused for another intent.
 
-/** The fields of `from` that are set, for copying optional facts without writing `undefined`. */
-export function pick<T extends object, K extends keyof T>(from: T, keys: K[]): Partial<Pick<T, K>> {
-  const out: Partial<Pick<T, K>> = {};
-  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
-  return out;
-}
-
 /** The completion of a call whose idempotency key was already used for a different intent. */
 export function conflict(action: AnyAction, target: string, key: string, operationId: string): Completion {
   return toCompletion(

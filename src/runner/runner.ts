@@ -8,7 +8,7 @@ import { memoryStore } from '../store/memory.js';
 import { isStoreMisuse } from '../store/records.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
-import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf, pick } from './call-checks.js';
+import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf } from './call-checks.js';
 import { Drive } from './drive.js';
 import { parkedDue } from './follow.js';
 import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './options.js';
@@ -217,28 +217,39 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       // Misuse is reported before the call is recorded, and as a rejection like every other run error.
       register(action as AnyAction);
       checkContext(ctx);
+      // One literal of one shape; the trace skips the facts left undefined.
       t = tracer.begin(action, {
         runId: ctx.runId,
         entry: 'run',
-        ...pick(ctx, ['turn', 'tenant', 'actor', 'environment', 'scope', 'toolsExposed', 'toolCallId']),
+        turn: ctx.turn,
+        tenant: ctx.tenant,
+        actor: ctx.actor,
+        environment: ctx.environment,
+        scope: ctx.scope,
+        toolsExposed: ctx.toolsExposed,
+        toolCallId: ctx.toolCallId,
       });
     } catch (error) {
       return Promise.reject(error);
     }
     // No sink wants anything more from this call (an OpenTelemetry span nobody records, say): it runs untraced.
-    if (t.wantsNothing()) return decide(action, rawInput, ctx, undefined, shadowState);
-    return traced(t, decide(action, rawInput, ctx, t, shadowState), shadowState);
+    if (t.wantsNothing()) return decide(action, rawInput, ctx, undefined, shadowState, true);
+    return traced(t, decide(action, rawInput, ctx, t, shadowState, true), shadowState);
   }
 
+  // `checked`: the caller already registered the action and checked the context.
   async function decide<I, O>(
     action: Action<I, O>,
     rawInput: unknown,
     ctx: RunOptions,
     t: RunTrace | undefined,
     shadowState?: ShadowState,
+    checked = false,
   ): Promise<Completion> {
-    register(action as AnyAction);
-    checkContext(ctx);
+    if (!checked) {
+      register(action as AnyAction);
+      checkContext(ctx);
+    }
     const scope = ctx.scope ?? {};
     const signal = ctx.signal ?? NEVER_ABORTED;
     const early = (partial: Partial<Outcome> & Pick<Outcome, 'status'>, target = action.name) => {
