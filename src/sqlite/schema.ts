@@ -7,6 +7,11 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * The step only adds an index: a file without it reads the same, so a connection that cannot write (the CLI's
+   * read-only commands, run by a user who may only read the file) opens it without the step.
+   */
+  indexOnly?: boolean;
 }
 
 /**
@@ -73,6 +78,16 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    name: 'due operations by action',
+    indexOnly: true,
+    sql: `
+      -- A reconciler claims the due operations of its own actions: one ordered walk per action and lifecycle,
+      -- so operations of other services sharing the file are never read past.
+      CREATE INDEX readback_operations_due_by_action ON readback_operations (action, lifecycle, next_poll_at);
+    `,
+  },
 ];
 
 /** The database schema version this code writes; a file with a newer one is refused rather than misread. */
@@ -132,7 +147,7 @@ export function prepareDatabase(
     // WAL lets readers run beside the single writer; FULL syncs the log at every commit.
     enableWal(db, options.busyTimeoutMs);
     db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
-    if (version < SQLITE_SCHEMA_VERSION) migrate(db, options);
+    if (version < SQLITE_SCHEMA_VERSION) migrateUnlessOnlyIndexesAreMissing(db, version, options);
   } catch (error) {
     if (isReadOnly(error))
       throw notWritable(`cannot be written through this connection (${messageOf(error)})`, options);
@@ -227,6 +242,21 @@ function refuseNewer(version: number, where: { field: string; what: string }): v
       `${where.what} has readback schema v${version}, newer than this readback (v${SQLITE_SCHEMA_VERSION}); upgrade readback to open it`,
       where.field,
     );
+  }
+}
+
+// A connection that cannot write opens a file that lacks only index steps as it is: it reads the same, and what
+// would write through it (a run, a claim) fails on its first write as it would on a current file.
+function migrateUnlessOnlyIndexesAreMissing(
+  db: SqliteLike,
+  version: number,
+  where: { field: string; what: string },
+): void {
+  try {
+    migrate(db, where);
+  } catch (error) {
+    const missing = MIGRATIONS.filter((step) => step.version > version);
+    if (!isReadOnly(error) || !missing.every((step) => step.indexOnly === true)) throw error;
   }
 }
 

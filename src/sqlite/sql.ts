@@ -172,6 +172,49 @@ export function selectDueParams(now: number, actions: string | null, limit: numb
   return params;
 }
 
+/** A claim naming at most this many actions walks each of them on its own index (`selectDueByActionSql`). */
+export const MAX_CLAIM_ACTIONS = 16;
+
+// One action's due operations in one claimable lifecycle, in claim order, at most `limit` of them: an ordered walk
+// of the index (action, lifecycle, next_poll_at) that stops. Parameters: action, now, now, limit.
+const dueOfAction = (lifecycle: Lifecycle) => `SELECT * FROM (
+    SELECT id, next_poll_at, requested_at FROM readback_operations
+    WHERE action = ? AND lifecycle = '${lifecycle}' AND next_poll_at <= ?
+      AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+    ORDER BY next_poll_at, requested_at, id
+    LIMIT ?)`;
+
+/**
+ * SELECT_DUE for a claim naming `count` distinct actions (1 to MAX_CLAIM_ACTIONS): the first `limit` of each action
+ * and claimable lifecycle, then the first `limit` of those. SELECT_DUE walks the due operations of every action in
+ * time order and skips the others', so on a file shared with other services a claim read past all of theirs that
+ * were due first. Parameters: `selectDueByActionParams(now, actions, limit)`.
+ */
+export function selectDueByActionSql(count: number): string {
+  const known = byActionSql[count];
+  if (known !== undefined) return known;
+  const walks: string[] = [];
+  for (let a = 0; a < count; a++)
+    for (const lifecycle of CLAIMABLE_LIFECYCLES) walks.push(dueOfAction(lifecycle));
+  const sql = `SELECT id FROM (${walks.join(' UNION ALL ')})
+  ORDER BY next_poll_at, requested_at, id
+  LIMIT ?`;
+  byActionSql[count] = sql;
+  return sql;
+}
+// The text for each count, built once: the store's statement cache is keyed by it.
+const byActionSql: string[] = [];
+
+/** The parameters of `selectDueByActionSql(actions.length)`; `actions` must be distinct. */
+export function selectDueByActionParams(now: number, actions: readonly string[], limit: number): unknown[] {
+  const params: unknown[] = [];
+  for (const action of actions) {
+    for (let i = 0; i < CLAIMABLE_LIFECYCLES.length; i++) params.push(action, now, now, limit);
+  }
+  params.push(limit);
+  return params;
+}
+
 /** Writes a lease onto one selected row, under the same write lock as SELECT_DUE. Parameters: owner, token, expiry, now, id. */
 export const CLAIM_ONE = `UPDATE readback_operations
   SET lease_owner = ?, lease_token = ?, lease_expires_at = ?, updated_at = ?

@@ -40,6 +40,7 @@ import {
   INSERT_EVENT,
   INSERT_OPERATION,
   listSql,
+  MAX_CLAIM_ACTIONS,
   OPERATION_COLUMN_NAMES,
   RELEASE,
   RENEW_LEASE,
@@ -51,6 +52,8 @@ import {
   SELECT_EVENTS,
   SELECT_IDENTITY,
   SELECT_LIFECYCLE,
+  selectDueByActionParams,
+  selectDueByActionSql,
   selectDueParams,
   updateOperationSql,
 } from './sql.js';
@@ -421,13 +424,19 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
       const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
-      const only = actions === undefined ? null : JSON.stringify(actions);
+      // A few named actions are walked one by one on their own index; any action, or many, in one walk of all.
+      const named = actions === undefined ? [] : [...new Set(actions)];
+      const byAction = named.length > 0 && named.length <= MAX_CLAIM_ACTIONS;
+      const selectDue = byAction ? selectDueByActionSql(named.length) : SELECT_DUE;
+      const dueParams = byAction
+        ? selectDueByActionParams(now, named, limit)
+        : selectDueParams(now, actions === undefined ? null : JSON.stringify(actions), limit);
 
       // One write transaction for the select and the leases: SQLite has a single writer per file,
       // so a second claimer (another connection or process) waits on BEGIN and then sees these
       // leases as live; that is what Postgres needs FOR UPDATE SKIP LOCKED for.
       return write(() => {
-        const due = stmt(SELECT_DUE).all(...selectDueParams(now, only, limit)) as { id: string }[];
+        const due = stmt(selectDue).all(...dueParams) as { id: string }[];
         const leaseExpiresAt = now + leaseMs;
         return due.map(({ id }): Claim => {
           const leaseToken = randomUUID();

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/sqlite/index.js';
-import { CLAIMABLE_LIFECYCLES, SELECT_DUE, selectDueParams } from '../../src/sqlite/sql.js';
+import {
+  CLAIMABLE_LIFECYCLES,
+  SELECT_DUE,
+  selectDueByActionParams,
+  selectDueByActionSql,
+  selectDueParams,
+} from '../../src/sqlite/sql.js';
 import { ALL, ev, newOp, T0 } from '../../src/testing/conformance/support.js';
 import { openHandle } from '../fixtures/sqlite/support.js';
 
@@ -38,6 +44,57 @@ describe('the SQLite claim of due operations', () => {
 
       const claimed = await store.claimDue(32, 1_000, 'worker-1', T0 + 500);
       expect(claimed.map((c) => c.record.id)).toEqual(Array.from({ length: 32 }, (_, n) => `op-${n}`));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+// A reconciler names its actions. On a file shared with other services, the walk above reads past every due
+// operation of theirs that comes first in time; with the actions named, each is walked on its own index.
+describe('the SQLite claim of one service’s due operations on a shared file', () => {
+  it('walks (action, lifecycle, next_poll_at) once per named action and lifecycle, never the others’ rows', async () => {
+    const handle = await openHandle();
+    const store = await sqliteStore({ database: handle });
+    try {
+      // 300 due operations of another service first in time, then 40 of ours, then 300 more of theirs.
+      const seed = async (n: number, action: string, due: number) => {
+        await store.reserve({ ...newOp(n), action }, ev('reserved'));
+        await store.transition(`op-${n}`, ALL, { lifecycle: 'running', nextPollAt: due }, ev('running'));
+      };
+      for (let n = 0; n < 300; n++) await seed(n, 'theirs', T0 + n);
+      for (let n = 300; n < 340; n++) await seed(n, 'mine', T0 + n);
+      for (let n = 340; n < 640; n++) await seed(n, n % 2 ? 'theirs' : 'also_theirs', T0 + n);
+
+      const sql = selectDueByActionSql(2);
+      const plan = (
+        handle
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(...selectDueByActionParams(T0 + 1_000, ['mine', 'x'], 32)) as {
+          detail: string;
+        }[]
+      ).map((row) => row.detail);
+      const reads = plan.filter((line) => /^(SEARCH|SCAN) readback_operations\b/.test(line));
+      expect(reads, plan.join('\n')).toEqual(
+        Array.from(
+          { length: 2 * CLAIMABLE_LIFECYCLES.length },
+          () =>
+            'SEARCH readback_operations USING INDEX readback_operations_due_by_action (action=? AND lifecycle=? AND next_poll_at<?)',
+        ),
+      );
+
+      // The same operations in the same order as the one-walk form, which filters by action as it goes; a name
+      // given twice claims nothing twice.
+      const oneWalk = (
+        handle.prepare(SELECT_DUE).all(...selectDueParams(T0 + 1_000, JSON.stringify(['mine']), 32)) as {
+          id: string;
+        }[]
+      ).map((row) => row.id);
+      expect(oneWalk).toEqual(Array.from({ length: 32 }, (_, n) => `op-${300 + n}`));
+      const claimed = await store.claimDue(32, 1_000, 'worker-1', T0 + 1_000, { actions: ['mine', 'mine'] });
+      expect(claimed.map((c) => c.record.id)).toEqual(oneWalk);
+      const rest = await store.claimDue(32, 1_000, 'worker-2', T0 + 1_000, { actions: ['mine'] });
+      expect(rest.map((c) => c.record.id)).toEqual(Array.from({ length: 8 }, (_, n) => `op-${332 + n}`));
     } finally {
       await store.close();
     }

@@ -310,5 +310,8 @@ describe('the frozen v1 fixture', () => {
     db.close();
     expect(SQLITE_SCHEMA_VERSION).toBeGreaterThanOrEqual(1);
     expect(rows[0]).toEqual({ version: 1, name: 'operations and events' });
+    // The v1 file gains the later steps once, on its first open by newer code.
+    expect(rows).toHaveLength(SQLITE_SCHEMA_VERSION);
+    expect(rows[1]).toEqual({ version: 2, name: 'due operations by action' });
   });
 });

@@ -154,6 +154,53 @@ describe('a store this user may read but not write beside', () => {
   }, 30_000);
 });
 
+describe('an older store this user may read but not write', () => {
+  // `readback ops list` run by an operator who may only read the file: the file is current but for an index step
+  // (v2), which reads need not wait for. It opens as it is, lists its operations, and keeps its schema for a writer.
+  it('opens the v1 fixture for reading without the index step, and leaves the file as it was', async () => {
+    const compiled = await compileSqliteStore();
+    const dir = freshDir();
+    const path = join(dir, 'v1.db');
+    copyFileSync(join(import.meta.dirname, '..', 'fixtures', 'sqlite', 'v1.db'), path);
+    const before = readFileSync(path);
+    const asRoot = process.getuid?.() === 0;
+    const dropCaps = [
+      '--inh-caps=-dac_override,-dac_read_search',
+      '--bounding-set=-dac_override,-dac_read_search',
+    ];
+    // Only the file is read-only: SQLite may create its -wal and -shm beside it, as reading a WAL file needs.
+    chmodSync(path, 0o444);
+    try {
+      const script = `
+        const { sqliteStore } = await import(${JSON.stringify(compiled.entry)});
+        try {
+          const store = await sqliteStore({ path: ${JSON.stringify(path)} });
+          const ids = (await store.list({})).map((r) => r.id).sort();
+          let claim = 'claimed';
+          try { await store.claimDue(1, 1000, 'w', Date.now(), { actions: ['ticket.resolve'] }); }
+          catch (e) { claim = e.message; }
+          await store.close();
+          console.log(JSON.stringify({ ids, claim }));
+        } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
+      const node = [process.execPath, '--input-type=module', '-e', script];
+      const [command, ...args] = asRoot ? ['setpriv', ...dropCaps, '--', ...node] : node;
+      const { stdout } = await promisify(execFile)(command!, args);
+      const reported = JSON.parse(stdout) as { ids?: string[]; claim?: string; message?: string };
+      expect(reported.ids, reported.message).toEqual(['op-1', 'op-2', 'op-3', 'op-4', 'op-5']);
+      // A write through it fails as on any file this user cannot write.
+      expect(reported.claim).toContain('readonly');
+    } finally {
+      chmodSync(path, 0o644);
+      rmSync(compiled.dir, { recursive: true, force: true });
+    }
+    expect(readFileSync(path).equals(before)).toBe(true);
+    const db = await openHandle(path);
+    expect(db.prepare('SELECT MAX(version) AS v FROM readback_migrations').get()).toEqual({ v: 1 });
+    db.close();
+    expect(SQLITE_SCHEMA_VERSION).toBeGreaterThan(1);
+  }, 30_000);
+});
+
 // Not a defect, pinned because a demanding user asked: a crashed writer's -wal file is recovered on open.
 describe('a crashed writer', () => {
   it('leaves a -wal file whose commits the next open recovers, even without its -shm', async () => {

@@ -307,6 +307,7 @@ describe('schema', () => {
     const db = await openHandle(path);
     expect(db.prepare('SELECT version, name FROM readback_migrations').all()).toEqual([
       { version: 1, name: 'operations and events' },
+      { version: 2, name: 'due operations by action' },
     ]);
     db.close();
   });
@@ -320,6 +321,7 @@ describe('schema', () => {
     expect(indexes).toEqual([
       { name: 'readback_operations_action' },
       { name: 'readback_operations_due' },
+      { name: 'readback_operations_due_by_action' },
       { name: 'readback_operations_idempotency_key' },
       { name: 'readback_operations_run_id' },
       { name: 'readback_operations_status' },
@@ -340,9 +342,14 @@ describe('schema', () => {
     expect(plan(`SELECT id FROM readback_operations WHERE run_id = 'r'`)).toContain(
       'readback_operations_run_id',
     );
-    expect(plan(`SELECT id FROM readback_operations WHERE action = 'a'`)).toContain(
-      'readback_operations_action',
+    expect(plan(`SELECT id FROM readback_operations WHERE action = 'a'`)).toMatch(
+      /readback_operations_(action|due_by_action)\b/,
     );
+    expect(
+      plan(
+        `SELECT id FROM readback_operations WHERE action = 'a' AND lifecycle = 'running' AND next_poll_at <= 5 ORDER BY next_poll_at`,
+      ),
+    ).toContain('readback_operations_due_by_action (action=? AND lifecycle=? AND next_poll_at<?)');
     await store.close();
     db.close();
   });
