@@ -109,6 +109,21 @@ describe('errors that say which database', () => {
   }, 20_000);
 });
 
+// Runs a module script in a child that file permissions bind. Root writes anywhere: as root the child runs without
+// the capabilities that override file permissions (setpriv), still root, so it reads the checkout wherever it lies
+// (a 0700 temp dir, say) but cannot write where the mode says no. Another user would need every directory above
+// the checkout to be open to it. Returns the child's stdout.
+async function runAsReader(script: string): Promise<string> {
+  const node = [process.execPath, '--input-type=module', '-e', script];
+  const dropCaps = [
+    '--inh-caps=-dac_override,-dac_read_search',
+    '--bounding-set=-dac_override,-dac_read_search',
+  ];
+  const [command, ...args] = process.getuid?.() === 0 ? ['setpriv', ...dropCaps, '--', ...node] : node;
+  const { stdout } = await promisify(execFile)(command!, args);
+  return stdout;
+}
+
 describe('a store this user may read but not write beside', () => {
   // A WAL database can only be read by a connection that can create its -wal and -shm files; in a directory
   // the user cannot write (an operator's account, a mounted backup) SQLite says "attempt to write a readonly
@@ -121,14 +136,6 @@ describe('a store this user may read but not write beside', () => {
     await store.reserve(newOp(1), ev('reserved'));
     await store.close();
     const before = readFileSync(path);
-    // Root writes anywhere: as root the child runs without the capabilities that override file permissions
-    // (setpriv), still root, so it reads the checkout wherever it lies (a 0700 temp dir, say) but cannot write
-    // in a 0555 directory. Another user would need every directory above the checkout to be open to it.
-    const asRoot = process.getuid?.() === 0;
-    const dropCaps = [
-      '--inh-caps=-dac_override,-dac_read_search',
-      '--bounding-set=-dac_override,-dac_read_search',
-    ];
     chmodSync(path, 0o444);
     chmodSync(dir, 0o555);
     try {
@@ -136,9 +143,7 @@ describe('a store this user may read but not write beside', () => {
         const { sqliteStore } = await import(${JSON.stringify(compiled.entry)});
         try { await sqliteStore({ path: ${JSON.stringify(path)} }); console.log('{"opened":true}'); }
         catch (e) { console.log(JSON.stringify({ code: e.code, field: e.field, message: e.message })); }`;
-      const node = [process.execPath, '--input-type=module', '-e', script];
-      const [command, ...args] = asRoot ? ['setpriv', ...dropCaps, '--', ...node] : node;
-      const { stdout } = await promisify(execFile)(command!, args);
+      const stdout = await runAsReader(script);
       const reported = JSON.parse(stdout) as { code: string; field: string; message: string };
       expect(reported).toMatchObject({ code: 'invalid_options', field: 'path' });
       expect(reported.message).toContain(path);
@@ -163,11 +168,6 @@ describe('an older store this user may read but not write', () => {
     const path = join(dir, 'v1.db');
     copyFileSync(join(import.meta.dirname, '..', 'fixtures', 'sqlite', 'v1.db'), path);
     const before = readFileSync(path);
-    const asRoot = process.getuid?.() === 0;
-    const dropCaps = [
-      '--inh-caps=-dac_override,-dac_read_search',
-      '--bounding-set=-dac_override,-dac_read_search',
-    ];
     // Only the file is read-only: SQLite may create its -wal and -shm beside it, as reading a WAL file needs.
     chmodSync(path, 0o444);
     try {
@@ -182,9 +182,7 @@ describe('an older store this user may read but not write', () => {
           await store.close();
           console.log(JSON.stringify({ ids, claim }));
         } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
-      const node = [process.execPath, '--input-type=module', '-e', script];
-      const [command, ...args] = asRoot ? ['setpriv', ...dropCaps, '--', ...node] : node;
-      const { stdout } = await promisify(execFile)(command!, args);
+      const stdout = await runAsReader(script);
       const reported = JSON.parse(stdout) as { ids?: string[]; claim?: string; message?: string };
       expect(reported.ids, reported.message).toEqual(['op-1', 'op-2', 'op-3', 'op-4', 'op-5']);
       // A write through it fails as on any file this user cannot write.
