@@ -9,6 +9,7 @@ import { createRunner } from '../dist/index.js';
 import { sqliteStore } from '../dist/sqlite/index.js';
 import { INSERT_EVENT, INSERT_OPERATION } from '../dist/sqlite/sql.js';
 import {
+  COMPLETION,
   DIR,
   dispose,
   freshPath,
@@ -37,12 +38,14 @@ const GC_WARMUP = Number(process.env.BENCH_GC_WARMUP ?? 50);
 /**
  * Runs one action through the runner on a connection that records every statement executed, and
  * throws unless its writes are exactly the hand loop's: INSERT_OPERATION + INSERT_EVENT, TO_EXECUTING +
- * INSERT_EVENT, TO_SETTLED + INSERT_EVENT. (The store's other statements are reads it adds itself.)
+ * INSERT_EVENT, TO_SETTLED + INSERT_EVENT (the store's other statements are reads it adds itself), and
+ * the completion it stores is as long as the hand loop's and has the same characters outside ASCII.
  */
 async function checkSameStatements() {
   const path = freshPath();
   const db = new Database(path);
   const executed = [];
+  const stored = [];
   const recording = {
     prepare(sql) {
       const statement = db.prepare(sql);
@@ -50,6 +53,7 @@ async function checkSameStatements() {
         (method) =>
         (...params) => {
           executed.push(sql);
+          if (sql === TO_SETTLED) stored.push(params[2]);
           return statement[method](...params);
         };
       const raw = (toggle) => {
@@ -68,7 +72,8 @@ async function checkSameStatements() {
   const action = makeAction();
   await runner.run(action, { id: 'warm', status: 'done' }, { runId: 'bench' });
   executed.length = 0;
-  const c = await runner.run(action, { id: 'probe', status: 'done' }, { runId: 'bench' });
+  stored.length = 0;
+  const c = await runner.run(action, { id: 'r1', status: 'done' }, { runId: 'bench' });
   await store.close();
   db.close();
   dispose(path);
@@ -80,6 +85,10 @@ async function checkSameStatements() {
     writes.some((w, i) => w !== expected[i])
   ) {
     throw new Error(`the hand loop no longer issues the store's statements:\n${writes.join('\n---\n')}`);
+  }
+  const wide = (text) => [...text].filter((ch) => ch.charCodeAt(0) > 0x7f).join('');
+  if (stored.length !== 1 || stored[0].length !== COMPLETION.length || wide(stored[0]) !== wide(COMPLETION)) {
+    throw new Error(`the hand loop's completion is not what the runner stores: ${stored[0]}`);
   }
   return executed.length;
 }
