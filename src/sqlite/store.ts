@@ -264,134 +264,155 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     stmt(INSERT_EVENT).run(...eventParams(record.id, RECORD_SCHEMA_VERSION, event, from, to));
   };
 
-  return {
-    async reserve(op: NewOperation, event: NewEvent) {
-      open('reserve');
-      requireString(op.id, 'op.id');
-      requireString(op.idempotencyKey, 'op.idempotencyKey');
-      requireTime(op.requestedAt, 'op.requestedAt');
-      requireEvent(event);
-      requireStorableOperation(op);
+  const reserve = (
+    op: NewOperation,
+    event: NewEvent,
+  ): Promise<{ record: OperationRecord; created: boolean }> => {
+    open('reserve');
+    requireString(op.id, 'op.id');
+    requireString(op.idempotencyKey, 'op.idempotencyKey');
+    requireTime(op.requestedAt, 'op.requestedAt');
+    requireEvent(event);
+    requireStorableOperation(op);
 
-      // Records are never deleted, so a key found without the lock is final: a repeated request
-      // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
-      // Only with no write queued, though: a queued transition of that record must show in the answer.
-      // A lone writer skips it: its write runs at once (waiting only if another process holds the
-      // write lock), and its INSERT checks the key anyway.
-      const solo = { id: op.id, ends: reserveEnded };
-      if (queue.length === 0 && !lone(solo)) {
-        const known = rows(SELECT_BY_KEY).get(op.idempotencyKey);
-        if (known !== undefined) return { record: recordFromValues(known), created: false };
-      }
+    // Records are never deleted, so a key found without the lock is final: a repeated request
+    // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
+    // Only with no write queued, though: a queued transition of that record must show in the answer.
+    // A lone writer skips it: its write runs at once (waiting only if another process holds the
+    // write lock), and its INSERT checks the key anyway.
+    const solo = { id: op.id, ends: reserveEnded };
+    if (queue.length === 0 && !lone(solo)) {
+      const known = rows(SELECT_BY_KEY).get(op.idempotencyKey);
+      if (known !== undefined) return Promise.resolve({ record: recordFromValues(known), created: false });
+    }
 
-      return write(() => {
-        // The key is checked by the INSERT itself, under the write lock (another connection may have
-        // reserved it since the snapshot read above): no change means it is taken, and it is final.
-        const record = newRecord(op);
-        const params = recordParams(record);
-        let changes: number | bigint;
+    return write(() => {
+      // The key is checked by the INSERT itself, under the write lock (another connection may have
+      // reserved it since the snapshot read above): no change means it is taken, and it is final.
+      const record = newRecord(op);
+      const params = recordParams(record);
+      let changes: number | bigint;
+      try {
+        changes = stmt(INSERT_OPERATION).run(...params).changes;
+      } catch (error) {
+        // The id is taken: by this same key (a repeat) or by another (a conflict). Anything else,
+        // or a read that fails too, surfaces as the INSERT's own error.
+        let taken: { record: OperationRecord; created: false } | 'id' | undefined;
         try {
-          changes = stmt(INSERT_OPERATION).run(...params).changes;
-        } catch (error) {
-          // The id is taken: by this same key (a repeat) or by another (a conflict). Anything else,
-          // or a read that fails too, surfaces as the INSERT's own error.
-          let taken: { record: OperationRecord; created: false } | 'id' | undefined;
-          try {
-            const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey);
-            if (existing !== undefined) taken = { record: recordFromValues(existing), created: false };
-            else if (rowById(op.id) !== undefined) taken = 'id';
-          } catch {
-            throw error;
+          const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey);
+          if (existing !== undefined) taken = { record: recordFromValues(existing), created: false };
+          else if (rowById(op.id) !== undefined) taken = 'id';
+        } catch {
+          throw error;
+        }
+        if (taken === undefined) throw error;
+        if (taken !== 'id') return taken;
+        throw new ReadbackError(
+          'store_conflict',
+          `operation ${op.id} already exists under a different idempotency key`,
+          'op.id',
+        );
+      }
+      if (Number(changes) === 0) {
+        const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey)!;
+        return { record: recordFromValues(existing), created: false };
+      }
+      appendEvent(record, event, null, 'requested');
+      // Answer with what the row holds, the record the values were bound from rather than a read back
+      // (materializing a 27-column row costs more than the INSERT): `recordParams` made its JSON fields what
+      // their texts hold, never the caller's own objects.
+      return { record, created: true };
+    }, solo);
+  };
+
+  const transition: OperationStore['transition'] = (id, from, patch, event, guard = {}) => {
+    open('transition');
+    requireEvent(event);
+    requireKnownLifecycle(patch);
+    const { columns, values, json } = patchAssignments(patch, 'updatedAt');
+    const updatedAt = patch.updatedAt ?? event.at;
+    // The returned record's patched JSON fields are the values their texts were encoded from: decoding the
+    // row's copy after the statement (and its fsync) would cost several times more.
+    const bound = json === undefined ? undefined : boundJson(json);
+
+    // A spread record can carry identity fields at run time although the type forbids them; only
+    // then does the transition need the stored identity before its UPDATE.
+    let checksIdentity = false;
+    for (const field of IDENTITY_FIELDS) {
+      if ((patch as Partial<OperationRecord>)[field] !== undefined) checksIdentity = true;
+    }
+
+    return write(
+      () => {
+        // The event's `from` is the lifecycle the UPDATE moved from. With one allowed lifecycle a match
+        // proves it; with several (or an identity check) it is read first, under the write lock, so
+        // nothing can change the row between this read and the UPDATE below.
+        let was: Lifecycle | undefined = from.length === 1 ? from[0] : undefined;
+        if (checksIdentity) {
+          const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
+          if (row === undefined) return null;
+          const current = {
+            id: row.id,
+            schemaVersion: Number(row.schema_version),
+            idempotencyKey: row.idempotency_key,
+            fingerprint: row.fingerprint,
+          };
+          for (const field of IDENTITY_FIELDS) {
+            const value = (patch as Partial<OperationRecord>)[field];
+            if (value !== undefined && value !== current[field]) {
+              throw new ReadbackError(
+                'store_conflict',
+                `a transition cannot change ${field}`,
+                `patch.${field}`,
+              );
+            }
           }
-          if (taken === undefined) throw error;
-          if (taken !== 'id') return taken;
-          throw new ReadbackError(
-            'store_conflict',
-            `operation ${op.id} already exists under a different idempotency key`,
-            'op.id',
-          );
+          was = row.lifecycle as Lifecycle;
+        } else if (was === undefined && from.length > 0) {
+          const row = stmt(SELECT_LIFECYCLE).get(id) as { lifecycle: string } | undefined;
+          if (row === undefined) return null;
+          was = row.lifecycle as Lifecycle;
         }
-        if (Number(changes) === 0) {
-          const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey)!;
-          return { record: recordFromValues(existing), created: false };
-        }
-        appendEvent(record, event, null, 'requested');
-        // Answer with what the row holds, the record the values were bound from rather than a read back
-        // (materializing a 27-column row costs more than the INSERT): `recordParams` made its JSON fields what
-        // their texts hold, never the caller's own objects.
-        return { record, created: true };
-      }, solo);
+        if (from.length === 0) return null;
+
+        const params: SqliteValue[] = [
+          ...values,
+          updatedAt,
+          id,
+          ...from,
+          guard.leaseToken === undefined ? 0 : 1,
+          guard.leaseToken ?? null,
+          guard.attempt === undefined ? 0 : 1,
+          guard.attempt ?? null,
+        ];
+        const updated = rows(updateOperationSql(columns, from.length)).get(...params);
+        // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
+        if (updated === undefined) return null;
+        const next = recordFromValues(updated, bound);
+        appendEvent(next, event, was!, next.lifecycle);
+        return next;
+      },
+      { id, ends: transitionEnded },
+    );
+  };
+
+  return {
+    // Not async: an async method that returns a promise costs one more promise and two more turns, on every
+    // write. A throw still becomes a rejection, as it would in an async method.
+    reserve(op: NewOperation, event: NewEvent) {
+      try {
+        return reserve(op, event);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
 
-    async transition(id, from, patch, event, guard = {}) {
-      open('transition');
-      requireEvent(event);
-      requireKnownLifecycle(patch);
-      const { columns, values, json } = patchAssignments(patch, 'updatedAt');
-      const updatedAt = patch.updatedAt ?? event.at;
-      // The returned record's patched JSON fields are the values their texts were encoded from: decoding the
-      // row's copy after the statement (and its fsync) would cost several times more.
-      const bound = json === undefined ? undefined : boundJson(json);
-
-      // A spread record can carry identity fields at run time although the type forbids them; only
-      // then does the transition need the stored identity before its UPDATE.
-      let checksIdentity = false;
-      for (const field of IDENTITY_FIELDS) {
-        if ((patch as Partial<OperationRecord>)[field] !== undefined) checksIdentity = true;
+    transition(id, from, patch, event, guard) {
+      try {
+        return transition(id, from, patch, event, guard);
+      } catch (error) {
+        return Promise.reject(error);
       }
-
-      return write(
-        () => {
-          // The event's `from` is the lifecycle the UPDATE moved from. With one allowed lifecycle a match
-          // proves it; with several (or an identity check) it is read first, under the write lock, so
-          // nothing can change the row between this read and the UPDATE below.
-          let was: Lifecycle | undefined = from.length === 1 ? from[0] : undefined;
-          if (checksIdentity) {
-            const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
-            if (row === undefined) return null;
-            const current = {
-              id: row.id,
-              schemaVersion: Number(row.schema_version),
-              idempotencyKey: row.idempotency_key,
-              fingerprint: row.fingerprint,
-            };
-            for (const field of IDENTITY_FIELDS) {
-              const value = (patch as Partial<OperationRecord>)[field];
-              if (value !== undefined && value !== current[field]) {
-                throw new ReadbackError(
-                  'store_conflict',
-                  `a transition cannot change ${field}`,
-                  `patch.${field}`,
-                );
-              }
-            }
-            was = row.lifecycle as Lifecycle;
-          } else if (was === undefined && from.length > 0) {
-            const row = stmt(SELECT_LIFECYCLE).get(id) as { lifecycle: string } | undefined;
-            if (row === undefined) return null;
-            was = row.lifecycle as Lifecycle;
-          }
-          if (from.length === 0) return null;
-
-          const params: SqliteValue[] = [
-            ...values,
-            updatedAt,
-            id,
-            ...from,
-            guard.leaseToken === undefined ? 0 : 1,
-            guard.leaseToken ?? null,
-            guard.attempt === undefined ? 0 : 1,
-            guard.attempt ?? null,
-          ];
-          const updated = rows(updateOperationSql(columns, from.length)).get(...params);
-          // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
-          if (updated === undefined) return null;
-          const next = recordFromValues(updated, bound);
-          appendEvent(next, event, was!, next.lifecycle);
-          return next;
-        },
-        { id, ends: transitionEnded },
-      );
     },
 
     async get(id) {
