@@ -248,7 +248,7 @@ try {
   console.log('|---|---:|---:|---:|---:|---|---:|');
   for (const r of [full, normal]) {
     console.log(
-      `| ${r.durability.toUpperCase()} | ${r.ops} | ${Math.round(r.runner)} | ${Math.round(r.hand)} | ${r.ratio.toFixed(2)} | ${r.ratios.map((x) => x.toFixed(2)).join(', ')} | ${r.cold.toFixed(2)} |`,
+      `| ${r.durability.toUpperCase()} | ${r.ops} | ${Math.round(r.runner)} | ${Math.round(r.hand)} | ${r.ratio.toFixed(3)} | ${r.ratios.map((x) => x.toFixed(2)).join(', ')} | ${r.cold.toFixed(2)} |`,
     );
   }
   console.log('');
