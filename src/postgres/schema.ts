@@ -86,6 +86,18 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE UNIQUE INDEX events_write_id ON ${t.events} (operation_id, write_id) WHERE write_id IS NOT NULL`,
     ],
   },
+  {
+    version: 3,
+    name: 'due operations by action',
+    statements: (t) => [
+      // A claim naming the actions a reconciler knows walks each of them here (claimDueByActionSql), rather than
+      // every service's due operations in time order on operations_due. Not partial, and the one index led by
+      // action: with operations_action beside it, or a lifecycle predicate, planners without statistics read
+      // every row of the action and sorted them instead of walking in order.
+      `CREATE INDEX operations_due_by_action ON ${t.operations} (action, next_poll_at, requested_at, id)`,
+      `DROP INDEX ${t.schema}.operations_action`,
+    ],
+  },
 ];
 
 /** The database schema version this code writes; a schema with a newer one is refused rather than misread. */

@@ -154,6 +154,13 @@ const DUE_INDEX_PREDICATE = `lifecycle NOT IN (${LIFECYCLES.filter((l) => !CLAIM
   .map((l) => `'${l}'`)
   .join(', ')})`;
 
+// Due at $1, on the claimable lifecycles (operations_due's own predicate), and with no live lease by the lease clock.
+const DUE_NOW = `${DUE_INDEX_PREDICATE}
+          AND next_poll_at <= $1::bigint
+          AND (lease_expires_at IS NULL OR lease_expires_at <= (SELECT lease_now FROM clock))`;
+
+const MIN_BIGINT = '(-9223372036854775807 - 1)::bigint';
+
 /** Builds the fixed statements for the tables of one schema. */
 export function statementsFor(t: Tables): Statements {
   const all = selectList('');
@@ -177,28 +184,43 @@ export function statementsFor(t: Tables): Statements {
     selectWrite: `SELECT e.seq, ${selectList('o.')}, o.event_seq
       FROM ${t.events} e JOIN ${t.operations} o ON o.id = e.operation_id
       WHERE e.operation_id = $1 AND e.write_id = $2`,
-    // A volatile function keeps the clock CTE from being inlined: it is read once per statement. The claim
-    // must walk operations_due in order and stop after $2 rows, whatever the statistics (a table never
-    // analyzed has none): its lifecycle test is the index's own predicate, which a planner without statistics
-    // takes as true for ~all rows (`lifecycle IN (…)` it took as ~2 %, and then preferred a full scan and a
-    // sort of every due row), and the action filter is an expression no index matches (as `action = ANY($7)`
-    // the planner read every row of those actions through their index, then sorted the due ones, per claim).
-    claimDue: `WITH clock AS (
-        SELECT COALESCE($6::bigint, ${DB_NOW_MS}) AS lease_now
-      ), due AS (
-        SELECT id FROM ${t.operations}
-        WHERE ${DUE_INDEX_PREDICATE}
-          AND next_poll_at <= $1::bigint
-          AND (lease_expires_at IS NULL OR lease_expires_at <= (SELECT lease_now FROM clock))
+    // The claim must walk operations_due in order and stop after $2 rows, whatever the statistics (a table
+    // never analyzed has none): its lifecycle test is the index's own predicate, which a planner without
+    // statistics takes as true for ~all rows (`lifecycle IN (…)` it took as ~2 %, and then preferred a full scan
+    // and a sort of every due row), and the action filter is an expression no index matches (as
+    // `action = ANY($7)` the planner read every row of those actions through their index, then sorted the due
+    // ones, per claim).
+    claimDue: claimSql(
+      t,
+      `SELECT id FROM ${t.operations}
+        WHERE ${DUE_NOW}
           AND ($7::text[] IS NULL OR array_position($7::text[], action) IS NOT NULL)
         ORDER BY next_poll_at, requested_at, id
         LIMIT $2::int
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE SKIP LOCKED`,
+    ),
+    renewLease: `UPDATE ${t.operations}
+      SET lease_expires_at = GREATEST(lease_expires_at, COALESCE($4::bigint, ${DB_NOW_MS}) + $3::float8)
+      WHERE id = $1 AND lease_token = $2::text AND lifecycle <> 'settled'
+      RETURNING lease_expires_at::float8 AS lease_expires_at`,
+  };
+}
+
+/**
+ * A claim: `due` selects and locks the ids to lease (FOR NO KEY UPDATE SKIP LOCKED); the same statement writes
+ * the leases and appends their events. A volatile function keeps the clock CTE from being inlined: it is read
+ * once per statement.
+ */
+function claimSql(t: Tables, due: string): string {
+  return `WITH clock AS (
+        SELECT COALESCE($6::bigint, ${DB_NOW_MS}) AS lease_now
+      ), due AS (
+        ${due}
       ), claimed AS (
         UPDATE ${t.operations} o
         SET lease_owner = $3::text, lease_token = gen_random_uuid()::text,
           lease_expires_at = clock.lease_now + $4::float8, updated_at = $1::bigint, event_seq = o.event_seq + 1
-        FROM due, clock WHERE o.id = due.id
+        FROM clock WHERE o.id = ANY(ARRAY(SELECT id FROM due))
         RETURNING ${selectList('o.')}, o.event_seq
       ), ev AS (
         INSERT INTO ${t.events} ${EVENT_INSERT}
@@ -206,12 +228,36 @@ export function statementsFor(t: Tables): Statements {
           jsonb_build_object('owner', $3::text, 'leaseExpiresAt', lease_expires_at::bigint), NULL
         FROM claimed
       )
-      SELECT * FROM claimed ORDER BY next_poll_at, requested_at, id`,
-    renewLease: `UPDATE ${t.operations}
-      SET lease_expires_at = GREATEST(lease_expires_at, COALESCE($4::bigint, ${DB_NOW_MS}) + $3::float8)
-      WHERE id = $1 AND lease_token = $2::text AND lifecycle <> 'settled'
-      RETURNING lease_expires_at::float8 AS lease_expires_at`,
-  };
+      SELECT * FROM claimed ORDER BY next_poll_at, requested_at, id`;
+}
+
+/**
+ * `claimDue` for a claim naming `count` distinct actions (1 to MAX_CLAIM_ACTIONS), one per parameter from $7 on:
+ * the first $2 due operations of each action, locked (SKIP LOCKED) as each walk of operations_due_by_action
+ * finds them, then the first $2 of those. `claimDue` walks every action's due operations in time order on
+ * operations_due, so on a schema shared with other services a claim read past all of theirs that were due first.
+ * The row range `(action, next_poll_at)` is what makes planners without statistics walk the index in order
+ * (with `action = $7` they took a bitmap of every row of the action and sorted it). With several actions, rows
+ * one walk locked beyond the first $2 overall stay locked until the statement ends: a concurrent claimer skips
+ * them for that moment, and they are claimable again after it.
+ */
+export function claimDueByActionSql(t: Tables, count: number): string {
+  const walk = (k: number) => `SELECT id, next_poll_at, requested_at FROM ${t.operations}
+        WHERE (action, next_poll_at) >= ($${7 + k}::text, ${MIN_BIGINT})
+          AND (action, next_poll_at) <= ($${7 + k}::text, $1::bigint)
+          AND ${DUE_INDEX_PREDICATE}
+          AND (lease_expires_at IS NULL OR lease_expires_at <= (SELECT lease_now FROM clock))
+        ORDER BY action, next_poll_at, requested_at, id
+        LIMIT $2::int
+        FOR NO KEY UPDATE SKIP LOCKED`;
+  if (count === 1) return claimSql(t, walk(0));
+  const walks = Array.from({ length: count }, (_, k) => `SELECT * FROM (${walk(k)}) w${k}`);
+  return claimSql(
+    t,
+    `SELECT id FROM (${walks.join(' UNION ALL ')}) walks
+        ORDER BY next_poll_at, requested_at, id
+        LIMIT $2::int`,
+  );
 }
 
 /**

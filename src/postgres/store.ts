@@ -10,6 +10,7 @@ import {
   recordFromRow,
   recordParams,
 } from '../sqlite/rows.js';
+import { MAX_CLAIM_ACTIONS } from '../sqlite/sql.js';
 import {
   IDENTITY_FIELDS,
   newRecord,
@@ -42,6 +43,7 @@ import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult }
 import { type ReconnectPolicy, withReconnect } from './retry.js';
 import { transitionShapes } from './shapes.js';
 import {
+  claimDueByActionSql,
   isTimeColumn,
   listSql,
   MAX_LIMIT,
@@ -131,6 +133,8 @@ export function createPostgresStore({
     return reserveBatch;
   };
   const shapeOf = transitionShapes(tables);
+  // The claim text for each count of named actions, built once.
+  const claimByAction: string[] = [];
   let closed = false;
 
   const open = (method: string) => {
@@ -472,15 +476,24 @@ export function createPostgresStore({
       // Due-ness uses the caller's `now` (it wrote next_poll_at from its clock); the lease uses the lease clock.
       // A stored (whole-millisecond) time is at or before `now` exactly when it is at or before floor(now).
       const at = Math.floor(now);
-      const claimed = await rows<WrittenRow>(sql.claimDue, [
+      const params: unknown[] = [
         at,
         Math.min(limit, MAX_LIMIT),
         owner,
         leaseMs,
         RECORD_SCHEMA_VERSION,
         leaseClock === 'caller' ? at : null,
-        actions === undefined ? null : [...actions],
-      ]);
+      ];
+      // A few named actions are walked one by one on their own index; any action, or many, in one walk of all.
+      const named = actions === undefined ? [] : [...new Set(actions)];
+      let claim = sql.claimDue;
+      if (named.length > 0 && named.length <= MAX_CLAIM_ACTIONS) {
+        claim = claimByAction[named.length] ??= claimDueByActionSql(tables, named.length);
+        params.push(...named);
+      } else {
+        params.push(actions === undefined ? null : [...actions]);
+      }
+      const claimed = await rows<WrittenRow>(claim, params);
       return claimed.map((row): Claim => {
         const record = recordFromRow(row);
         return { record, leaseToken: record.leaseToken!, leaseExpiresAt: record.leaseExpiresAt! };
