@@ -133,6 +133,50 @@ describe.skipIf(!available)('postgresStore across processes', () => {
     }
   });
 
+  it('brings a v2 schema with operations in it to v3: the claim by action finds them on the new index', async () => {
+    const schema = tempSchema();
+    const first = await postgresStore({ connectionString: PG_URL, schema });
+    for (let n = 1; n <= 3; n++) {
+      await first.reserve(
+        newOp(n, { action: n === 2 ? 'other.service' : 'ticket.resolve', nextPollAt: 1 }),
+        ev('reserved'),
+      );
+    }
+    await first.close();
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    const indexes = async () =>
+      (
+        await client.query(
+          `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'operations'`,
+          [schema],
+        )
+      ).rows
+        .map((r) => r.indexname as string)
+        .sort();
+    try {
+      // Back to what schema v2 had: operations_action, no operations_due_by_action, version 2.
+      await client.query(`DROP INDEX "${schema}".operations_due_by_action`);
+      await client.query(`CREATE INDEX operations_action ON "${schema}".operations (action)`);
+      await client.query(`DELETE FROM "${schema}".migrations WHERE version = 3`);
+      expect(await indexes()).toContain('operations_action');
+      const store = await postgresStore({ connectionString: PG_URL, schema });
+      try {
+        const after = await indexes();
+        expect(after).toContain('operations_due_by_action');
+        expect(after).not.toContain('operations_action');
+        const claims = await store.claimDue(10, 30_000, 'w', 2, { actions: ['ticket.resolve'] });
+        expect(claims.map((c) => c.record.id).sort()).toEqual(['op-1', 'op-3']);
+      } finally {
+        await store.close();
+      }
+      const { rows } = await client.query(`SELECT version FROM "${schema}".migrations ORDER BY version`);
+      expect(rows.map((r) => r.version)).toEqual([1, 2, 3]);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('refuses a schema written by a newer readback', async () => {
     const schema = tempSchema();
     const store = await postgresStore({ connectionString: PG_URL, schema });
