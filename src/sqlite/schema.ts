@@ -88,6 +88,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX readback_operations_due_by_action ON readback_operations (action, lifecycle, next_poll_at);
     `,
   },
+  {
+    version: 3,
+    name: 'one index led by action',
+    indexOnly: true,
+    sql: `
+      -- readback_operations_due_by_action serves every lookup by action: this one only cost every reserve a page.
+      DROP INDEX readback_operations_action;
+    `,
+  },
 ];
 
 /** The database schema version this code writes; a file with a newer one is refused rather than misread. */

@@ -313,5 +313,6 @@ describe('the frozen v1 fixture', () => {
     // The v1 file gains the later steps once, on its first open by newer code.
     expect(rows).toHaveLength(SQLITE_SCHEMA_VERSION);
     expect(rows[1]).toEqual({ version: 2, name: 'due operations by action' });
+    expect(rows[2]).toEqual({ version: 3, name: 'one index led by action' });
   });
 });

@@ -160,8 +160,8 @@ describe('a store this user may read but not write beside', () => {
 });
 
 describe('an older store this user may read but not write', () => {
-  // `readback ops list` run by an operator who may only read the file: the file is current but for an index step
-  // (v2), which reads need not wait for. It opens as it is, lists its operations, and keeps its schema for a writer.
+  // `readback ops list` run by an operator who may only read the file: the file is current but for index steps
+  // (v2 and v3), which reads need not wait for. It opens as it is, lists its operations, and keeps its schema for a writer.
   it('opens the v1 fixture for reading without the index step, and leaves the file as it was', async () => {
     const compiled = await compileSqliteStore();
     const dir = freshDir();
