@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
 import { claimDueByActionSql, statementsFor, tablesIn, transitionSql } from '../../src/postgres/sql.js';
@@ -77,6 +78,60 @@ const byPrimaryKey = (node: PlanNode): boolean =>
 const readsOperations = (node: PlanNode): boolean =>
   node['Node Type'].endsWith('Scan') && node['Relation Name'] === 'operations' && !byPrimaryKey(node);
 
+/** One claim statement to plan: its text, the types of its parameters from $7 on, and its arguments as SQL. */
+interface ClaimCase {
+  label: string;
+  sql: string;
+  types: string;
+  args: string;
+}
+
+/**
+ * Each case under a custom and a generic plan, on the table as it is and then analyzed: prepared and run under
+ * EXPLAIN ANALYZE, with `check` given its scans of `operations` (other than lookups by primary key) and a way to run
+ * it once more, in a transaction rolled back after.
+ */
+async function eachClaimPlan<C extends ClaimCase>(
+  client: pg.PoolClient,
+  schema: string,
+  cases: C[],
+  check: (
+    name: string,
+    reads: PlanNode[],
+    again: () => Promise<{ action: string }[]>,
+    c: C,
+  ) => void | Promise<void>,
+): Promise<void> {
+  let n = 0;
+  for (const analyzed of [false, true]) {
+    // Analyzed too: with statistics, a generic plan of the claim's UPDATE took the claimed rows for a tenth of
+    // the table and joined them by a scan of all of it.
+    if (analyzed) await client.query(`ANALYZE "${schema}".operations`);
+    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+      for (const c of cases) {
+        const statement = `claim_${++n}`;
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
+          await client.query(
+            `PREPARE ${statement}(bigint, int, text, float8, int, bigint, ${c.types}) AS ${c.sql}`,
+          );
+          const { rows } = await client.query(
+            `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${statement}(${c.args})`,
+          );
+          const reads = nodesOf((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan).filter(
+            readsOperations,
+          );
+          const again = async () => (await client.query(`EXECUTE ${statement}(${c.args})`)).rows;
+          await check(`${mode}, ${c.label}${analyzed ? ', analyzed' : ''}`, reads, again, c);
+        } finally {
+          await client.query('ROLLBACK');
+        }
+      }
+    }
+  }
+}
+
 // A reconciler claims 32 due operations at a time; the claim must walk the due index in order and stop there.
 // On a table never analyzed (autovacuum off, or before its first run) a custom plan for a claim restricted to
 // some actions used to take the `action` index instead: a bitmap scan of every row of those actions, then a
@@ -98,36 +153,19 @@ describe.skipIf(!available)('plan of the claim of due operations', () => {
     }
     const client = await pool.connect();
     try {
-      let n = 0;
-      // Analyzed too: with statistics, a generic plan of the UPDATE took the claimed rows for a tenth of the
-      // table and joined them by a scan of all of it.
-      for (const analyzed of [false, true]) {
-        if (analyzed) await client.query(`ANALYZE "${schema}".operations`);
-        for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-          for (const actions of ["ARRAY['ticket.resolve']", 'NULL']) {
-            const name = `${mode}, actions ${actions}${analyzed ? ', analyzed' : ''}`;
-            await client.query('BEGIN');
-            try {
-              await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
-              await client.query(
-                `PREPARE c${++n}(bigint, int, text, float8, int, bigint, text[]) AS ${claimDue}`,
-              );
-              const { rows } = await client.query(
-                `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE c${n}(${T0 + due}, 32, 'w', 30000, 1, NULL, ${actions})`,
-              );
-              const nodes = nodesOf((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan);
-              const reads = nodes.filter(readsOperations);
-              expect(
-                reads.map((node) => `${node['Node Type']} ${node['Index Name']}`),
-                name,
-              ).toEqual(['Index Scan operations_due']);
-              expect(reads[0]!['Actual Rows'], name).toBe(32);
-            } finally {
-              await client.query('ROLLBACK');
-            }
-          }
-        }
-      }
+      const cases = ["ARRAY['ticket.resolve']", 'NULL'].map((actions) => ({
+        label: `actions ${actions}`,
+        sql: claimDue,
+        types: 'text[]',
+        args: `${T0 + due}, 32, 'w', 30000, 1, NULL, ${actions}`,
+      }));
+      await eachClaimPlan(client, schema, cases, (name, reads) => {
+        expect(
+          reads.map((node) => `${node['Node Type']} ${node['Index Name']}`),
+          name,
+        ).toEqual(['Index Scan operations_due']);
+        expect(reads[0]!['Actual Rows'], name).toBe(32);
+      });
     } finally {
       client.release();
       await store.close();
@@ -168,42 +206,24 @@ describe.skipIf(!available)('plan of a claim naming its actions, on a schema oth
     const now = T0 + others + 2_000;
     const client = await pool.connect();
     try {
-      let n = 0;
-      for (const analyzed of [false, true]) {
-        if (analyzed) await client.query(`ANALYZE "${schema}".operations`);
-        for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-          for (const actions of [['ticket.resolve'], ['ticket.resolve', 'ticket.close']]) {
-            const name = `${mode}, actions ${actions.join(', ')}${analyzed ? ', analyzed' : ''}`;
-            const types = actions.map(() => 'text').join(', ');
-            const names = actions.map((a) => `'${a}'`).join(', ');
-            await client.query('BEGIN');
-            try {
-              await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
-              await client.query(
-                `PREPARE a${++n}(bigint, int, text, float8, int, bigint, ${types}) AS ${claimDueByActionSql(tables, actions.length)}`,
-              );
-              const { rows } = await client.query(
-                `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE a${n}(${now}, 32, 'w', 30000, 1, NULL, ${names})`,
-              );
-              const nodes = nodesOf((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan);
-              const reads = nodes.filter(readsOperations);
-              expect(
-                reads.map((node) => `${node['Node Type']} ${node['Index Name']}`),
-                name,
-              ).toEqual(actions.map(() => 'Index Scan operations_due_by_action'));
-              for (const walk of reads) expect(walk['Actual Rows'], name).toBe(32);
-              // EXPLAIN ANALYZE claimed 32 already; the next claim takes the next 32 of ours, none of theirs.
-              const { rows: claimed } = await client.query(
-                `EXECUTE a${n}(${now}, 32, 'w', 30000, 1, NULL, ${names})`,
-              );
-              expect(claimed, name).toHaveLength(32);
-              for (const row of claimed) expect(actions, name).toContain(row.action);
-            } finally {
-              await client.query('ROLLBACK');
-            }
-          }
-        }
-      }
+      const cases = [['ticket.resolve'], ['ticket.resolve', 'ticket.close']].map((actions) => ({
+        label: `actions ${actions.join(', ')}`,
+        sql: claimDueByActionSql(tables, actions.length),
+        types: actions.map(() => 'text').join(', '),
+        args: `${now}, 32, 'w', 30000, 1, NULL, ${actions.map((a) => `'${a}'`).join(', ')}`,
+        actions,
+      }));
+      await eachClaimPlan(client, schema, cases, async (name, reads, again, c) => {
+        expect(
+          reads.map((node) => `${node['Node Type']} ${node['Index Name']}`),
+          name,
+        ).toEqual(c.actions.map(() => 'Index Scan operations_due_by_action'));
+        for (const walk of reads) expect(walk['Actual Rows'], name).toBe(32);
+        // EXPLAIN ANALYZE claimed 32 already; the next claim takes the next 32 of ours, none of theirs.
+        const claimed = await again();
+        expect(claimed, name).toHaveLength(32);
+        for (const row of claimed) expect(c.actions, name).toContain(row.action);
+      });
     } finally {
       client.release();
       await store.close();
