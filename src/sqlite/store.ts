@@ -264,6 +264,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     stmt(INSERT_EVENT).run(...eventParams(record.id, RECORD_SCHEMA_VERSION, event, from, to));
   };
 
+  // The bodies of `reserve` and `transition`; they may throw, and the methods below turn that into a rejection.
   const reserve = (
     op: NewOperation,
     event: NewEvent,
