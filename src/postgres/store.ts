@@ -10,8 +10,8 @@ import {
   recordFromRow,
   recordParams,
 } from '../sqlite/rows.js';
-import { MAX_CLAIM_ACTIONS } from '../sqlite/sql.js';
 import {
+  actionsToWalk,
   IDENTITY_FIELDS,
   newRecord,
   requireClaimArgs,
@@ -484,10 +484,9 @@ export function createPostgresStore({
         RECORD_SCHEMA_VERSION,
         leaseClock === 'caller' ? at : null,
       ];
-      // A few named actions are walked one by one on their own index; any action, or many, in one walk of all.
-      const named = actions === undefined ? [] : [...new Set(actions)];
+      const named = actionsToWalk(actions);
       let claim = sql.claimDue;
-      if (named.length > 0 && named.length <= MAX_CLAIM_ACTIONS) {
+      if (named) {
         claim = claimByAction[named.length] ??= claimDueByActionSql(tables, named.length);
         params.push(...named);
       } else {

@@ -178,9 +178,6 @@ export function selectDueParams(now: number, actions: string | null, limit: numb
   return params;
 }
 
-/** A claim naming at most this many actions walks each of them on its own index (`selectDueByActionSql`). */
-export const MAX_CLAIM_ACTIONS = 16;
-
 /**
  * SELECT_DUE for a claim naming `count` distinct actions (1 to MAX_CLAIM_ACTIONS): the first `limit` of each action
  * and claimable lifecycle, then the first `limit` of those. SELECT_DUE walks the due operations of every action in

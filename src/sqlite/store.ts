@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
+  actionsToWalk,
   IDENTITY_FIELDS,
   newRecord,
   requireClaimArgs,
@@ -40,7 +41,6 @@ import {
   INSERT_EVENT,
   INSERT_OPERATION,
   listSql,
-  MAX_CLAIM_ACTIONS,
   OPERATION_COLUMN_NAMES,
   RELEASE,
   RENEW_LEASE,
@@ -446,11 +446,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
       const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
-      // A few named actions are walked one by one on their own index; any action, or many, in one walk of all.
-      const named = actions === undefined ? [] : [...new Set(actions)];
-      const byAction = named.length > 0 && named.length <= MAX_CLAIM_ACTIONS;
-      const selectDue = byAction ? selectDueByActionSql(named.length) : SELECT_DUE;
-      const dueParams = byAction
+      const named = actionsToWalk(actions);
+      const selectDue = named ? selectDueByActionSql(named.length) : SELECT_DUE;
+      const dueParams = named
         ? selectDueByActionParams(now, named, limit)
         : selectDueParams(now, actions === undefined ? null : JSON.stringify(actions), limit);
 

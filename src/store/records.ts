@@ -141,6 +141,19 @@ export function requireKnownLifecycle(patch: RecordPatch): void {
   }
 }
 
+/** A claim naming at most this many distinct actions walks each of them on its own index, in both SQL stores. */
+export const MAX_CLAIM_ACTIONS = 16;
+
+/**
+ * The distinct actions a claim names, when there are 1 to MAX_CLAIM_ACTIONS of them, for the SQL stores to walk
+ * one by one on their own index; undefined for any action, none, or many (one walk of all due operations).
+ */
+export function actionsToWalk(actions: readonly string[] | undefined): string[] | undefined {
+  if (actions === undefined) return undefined;
+  const named = [...new Set(actions)];
+  return named.length > 0 && named.length <= MAX_CLAIM_ACTIONS ? named : undefined;
+}
+
 /**
  * Checks `claimDue` arguments the same way in every backend; returns the action names to claim, or undefined
  * for any action.
