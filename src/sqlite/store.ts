@@ -155,23 +155,23 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
   // and whether that write ended it. Undefined after a batch of several writes or a claim.
   let lastAlone: { id: string; ended: boolean } | undefined;
 
-  // Runs every queued write in one transaction. Synchronous from BEGIN to the last settle, so no read
-  // or write of this connection can land in the middle of a batch.
-  const flush = () => {
-    flushScheduled = false;
-    const batch = queue;
-    queue = [];
-    if (batch.length === 0) return;
-    const outcomes: Outcome[] = [];
+  // Runs the batch in one transaction and commits the writes that succeeded; undefined when the transaction
+  // itself failed (BEGIN, COMMIT, or SQLite ending it) and every write was rejected. Not isolated, the writes
+  // run back to back and the first that throws rolls the whole transaction back ('isolate': run it again
+  // isolated). Isolated, each write of several runs in its own SAVEPOINT, so one that throws is undone alone.
+  const runBatch = (batch: PendingWrite[], isolate: boolean): Outcome[] | 'isolate' | undefined => {
     try {
       requireOwnTransaction();
       stmt(BEGIN).run();
     } catch (error) {
       for (const write of batch) write.reject(error);
-      return;
+      return undefined;
     }
+    const outcomes: Outcome[] = [];
     try {
-      if (batch.length === 1) {
+      if (!isolate) {
+        for (const write of batch) outcomes.push({ ok: true, value: write.body() });
+      } else if (batch.length === 1) {
         // Alone in its transaction, a write needs no savepoint: a failure rolls the whole thing back.
         try {
           outcomes.push({ ok: true, value: batch[0]!.body() });
@@ -198,18 +198,39 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           }
         }
       }
+    } catch (error) {
+      rollbackQuietly(db);
+      if (!isolate) return 'isolate';
+      for (const write of batch) write.reject(error);
+      return undefined;
+    }
+    try {
       if (outcomes.some((o) => o.ok)) stmt(COMMIT).run();
       else rollbackQuietly(db);
     } catch (error) {
       rollbackQuietly(db);
       for (const write of batch) write.reject(error);
-      return;
+      return undefined;
     }
+    return outcomes;
+  };
+
+  // Runs every queued write in one transaction. Synchronous from BEGIN to the last settle, so no read
+  // or write of this connection can land in the middle of a batch. A batch of several first runs without
+  // savepoints: they cost each write two statements and SQLite a copy of every page it touches, and
+  // almost no batch needs one. The writes are functions of what the file holds, so running them again
+  // after a rollback gives what the first run would have, had the failing write been undone alone.
+  const flush = () => {
+    flushScheduled = false;
+    const batch = queue;
+    queue = [];
+    if (batch.length === 0) return;
+    let outcomes = runBatch(batch, batch.length === 1);
+    if (outcomes === 'isolate') outcomes = runBatch(batch, true);
+    if (outcomes === undefined || outcomes === 'isolate') return;
     const only = batch.length === 1 ? batch[0]! : undefined;
-    lastAlone =
-      only?.solo && outcomes[0]!.ok
-        ? { id: only.solo.id, ended: only.solo.ends((outcomes[0] as { value: unknown }).value) }
-        : undefined;
+    const first = outcomes[0]!;
+    lastAlone = only?.solo && first.ok ? { id: only.solo.id, ended: only.solo.ends(first.value) } : undefined;
     // Only now, after COMMIT returned, is any write acknowledged.
     batch.forEach((write, i) => {
       const outcome = outcomes[i]!;

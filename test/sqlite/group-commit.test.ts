@@ -12,14 +12,24 @@ const freshPath = () => join(tmp.dir, `db-${++n}.db`);
 
 /**
  * A handle that counts the store's COMMITs (the store prepares its COMMIT; migrations exec theirs, so
- * only record writes count), logs when each one returns, and can be told to fail the next ones.
+ * only record writes count) and SAVEPOINTs, logs when each COMMIT returns, and can be told to fail the next ones.
  */
 function instrumented(db: Handle) {
   const log: string[] = [];
-  const state = { commits: 0, failCommits: false };
+  const state = { commits: 0, savepoints: 0, failCommits: false };
   const handle: SqliteLike = {
     prepare(sql: string): SqliteStatement {
       const statement = db.prepare(sql);
+      if (sql.startsWith('SAVEPOINT')) {
+        return {
+          run: (...params: unknown[]) => {
+            state.savepoints++;
+            return statement.run(...params);
+          },
+          get: (...params: unknown[]) => statement.get(...params),
+          all: (...params: unknown[]) => statement.all(...params),
+        };
+      }
       if (sql !== 'COMMIT') return statement;
       return {
         run: (...params: unknown[]) => {
@@ -119,6 +129,8 @@ describe('sqliteStore group commit', () => {
     );
     expect(moved.map((r) => r?.lifecycle)).toEqual(Array(64).fill('executing'));
     expect(state.commits).toBe(2);
+    // Nothing failed, so no write needed a savepoint of its own.
+    expect(state.savepoints).toBe(0);
     expect(await store.list({ lifecycle: 'executing' })).toHaveLength(64);
     await store.close();
     db.close();
@@ -177,6 +189,8 @@ describe('sqliteStore group commit', () => {
       'store_conflict',
       'store_conflict',
     ]);
+    // The first run without savepoints was rolled back whole, then each write ran again in its own.
+    expect(state.savepoints).toBe(5);
     expect(state.commits).toBe(1);
     expect((await store.list()).map((r) => [r.id, r.idempotencyKey, r.lifecycle])).toEqual([
       ['op-1', 'key-1', 'requested'],
