@@ -125,6 +125,8 @@ const SETTLE_DETAIL = '{"raw":{"ok":true},"errorCode":null}';
  * (the store creates the file), same statement texts, and values of the same shape and size as the
  * runner's (time-ordered ids from `newOperationId`, SHA-256 fingerprints, the text of a real completion), so
  * both write the same pages; but no record objects, no JSON encoding or parsing, no read-backs, no checks.
+ * `batch(seqs)` runs the same stages for many actions at once, each stage's writes in one transaction, as
+ * group commit does when none of them fails (no savepoints).
  */
 export async function handSteps(durability) {
   const { path, store } = await openStore(durability, false);
@@ -145,7 +147,8 @@ export async function handSteps(durability) {
     body();
     commit.run();
   };
-  const step = async (i) => {
+  // Each stage's writes for one action; an action is its id, its time and its sequence number.
+  const reserve = (i) => {
     const id = newOperationId();
     const now = Date.now();
     const fingerprint = createHash('sha256').update(`set_status:r${i}`).digest('hex');
@@ -173,26 +176,44 @@ export async function handSteps(durability) {
     params[19] = now + 35_000;
     params[20] = 0;
     if (params.length !== OP_COLUMNS) throw new Error('bad params');
-    tx(() => {
-      insertOp.run(params);
-      insertEvent.run(id, id, 1, now, 'reserved', null, 'requested', null, null, 0, null);
-    });
-    tx(() => {
-      // lifecycle, attempt, executed_at, in_flight_until, next_poll_at, updated_at; id, from; guards.
-      toExecuting.get('executing', 1, now, null, now + 60_000, now, id, 'requested', 0, null, 1, 0);
-      insertEvent.run(id, id, 1, now, 'executing', 'requested', 'executing', null, null, 1, null);
-    });
+    insertOp.run(params);
+    insertEvent.run(id, id, 1, now, 'reserved', null, 'requested', null, null, 0, null);
+    return { id, now, i };
+  };
+  const executing = ({ id, now }) => {
+    // lifecycle, attempt, executed_at, in_flight_until, next_poll_at, updated_at; id, from; guards.
+    toExecuting.get('executing', 1, now, null, now + 60_000, now, id, 'requested', 0, null, 1, 0);
+    insertEvent.run(id, id, 1, now, 'executing', 'requested', 'executing', null, null, 1, null);
+  };
+  const effect = async ({ i }) => {
     await Promise.resolve(rows.set(`r${i}`, { status: 'done' }));
     const row = await Promise.resolve(rows.get(`r${i}`));
     if (row?.status !== 'done') throw new Error(`hand action ${i} did not verify`);
-    tx(() => {
-      // lifecycle, status, completion, next_poll_at, last_observed_at, updated_at; id, from; guards.
-      toSettled.get('settled', 'verified', COMPLETION, null, now, now, id, 'executing', 0, null, 0, null);
-      insertEvent.run(id, id, 1, now, 'settled', 'executing', 'settled', 'verified', null, 1, SETTLE_DETAIL);
-    });
+  };
+  const settled = ({ id, now }) => {
+    // lifecycle, status, completion, next_poll_at, last_observed_at, updated_at; id, from; guards.
+    toSettled.get('settled', 'verified', COMPLETION, null, now, now, id, 'executing', 0, null, 0, null);
+    insertEvent.run(id, id, 1, now, 'settled', 'executing', 'settled', 'verified', null, 1, SETTLE_DETAIL);
   };
   return {
-    step,
+    async step(i) {
+      let action;
+      tx(() => {
+        action = reserve(i);
+      });
+      tx(() => executing(action));
+      await effect(action);
+      tx(() => settled(action));
+    },
+    async batch(seqs) {
+      let actions;
+      tx(() => {
+        actions = seqs.map(reserve);
+      });
+      tx(() => actions.forEach(executing));
+      await Promise.all(actions.map(effect));
+      tx(() => actions.forEach(settled));
+    },
     async close() {
       db.close();
       dispose(path);
