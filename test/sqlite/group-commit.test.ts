@@ -12,14 +12,30 @@ const freshPath = () => join(tmp.dir, `db-${++n}.db`);
 
 /**
  * A handle that counts the store's COMMITs (the store prepares its COMMIT; migrations exec theirs, so
- * only record writes count) and SAVEPOINTs, logs when each COMMIT returns, and can be told to fail the next ones.
+ * only record writes count) and SAVEPOINTs, logs when each COMMIT returns, and can be told to fail the next
+ * COMMITs, or the event INSERTs of one operation (after its row was written: a write that fails half done).
  */
 function instrumented(db: Handle) {
   const log: string[] = [];
-  const state = { commits: 0, savepoints: 0, failCommits: false };
+  const state = {
+    commits: 0,
+    savepoints: 0,
+    failCommits: false,
+    failEventsOf: undefined as string | undefined,
+  };
   const handle: SqliteLike = {
     prepare(sql: string): SqliteStatement {
       const statement = db.prepare(sql);
+      if (sql.trimStart().startsWith('INSERT INTO readback_events')) {
+        return {
+          run: (...params: unknown[]) => {
+            if (params[0] === state.failEventsOf) throw new Error('simulated: event INSERT failed');
+            return statement.run(...params);
+          },
+          get: (...params: unknown[]) => statement.get(...params),
+          all: (...params: unknown[]) => statement.all(...params),
+        };
+      }
       if (sql.startsWith('SAVEPOINT')) {
         return {
           run: (...params: unknown[]) => {
@@ -198,6 +214,32 @@ describe('sqliteStore group commit', () => {
     ]);
     expect((await store.events('op-1')).map((e) => e.type)).toEqual(['reserved']);
     expect((await store.events('op-2')).map((e) => e.type)).toEqual(['reserved', 'x']);
+    await store.close();
+    db.close();
+  });
+
+  it('a write that fails half done (its row written, its event not) leaves nothing of it, in either run', async () => {
+    const { db, store, state } = await open();
+    await Promise.all([1, 2, 3].map((i) => store.reserve(newOp(i), ev('reserved'))));
+    state.failEventsOf = 'op-2';
+    state.savepoints = 0;
+    const results = await Promise.allSettled(
+      [1, 2, 3].map((i) =>
+        store.transition(`op-${i}`, ['requested'], { lifecycle: 'executing' }, ev('x', T0 + 1)),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/event INSERT failed/);
+    // The first run, without savepoints, was rolled back whole; the second took one per write.
+    expect(state.savepoints).toBe(3);
+    expect((await store.list()).map((r) => [r.id, r.lifecycle])).toEqual([
+      ['op-1', 'executing'],
+      ['op-2', 'requested'],
+      ['op-3', 'executing'],
+    ]);
+    state.failEventsOf = undefined;
+    expect((await store.events('op-2')).map((e) => e.type)).toEqual(['reserved']);
+    expect((await store.events('op-3')).map((e) => e.type)).toEqual(['reserved', 'x']);
     await store.close();
     db.close();
   });
