@@ -36,8 +36,8 @@ export interface SqliteStoreOptions {
   /**
    * Group commit (default `true`): writes called concurrently (`reserve`, `transition`, `claimDue`,
    * with their event entries) are queued and committed together on the next macrotask, in one
-   * `BEGIN IMMEDIATE … COMMIT` — one fsync under `'full'` for the whole batch — each in its own
-   * savepoint, so a write that fails rolls back and rejects alone. Every promise settles only after
+   * `BEGIN IMMEDIATE … COMMIT` — one fsync under `'full'` for the whole batch. A batch in which a write
+   * fails is rolled back and run again with a savepoint per write, so that write rejects alone. Every promise settles only after
    * the COMMIT, so nothing is acknowledged before it is durable, and results are exactly those of
    * running the writes one after another in call order.
    *
