@@ -37,9 +37,9 @@ export interface SqliteStoreOptions {
    * Group commit (default `true`): writes called concurrently (`reserve`, `transition`, `claimDue`,
    * with their event entries) are queued and committed together on the next macrotask, in one
    * `BEGIN IMMEDIATE … COMMIT` — one fsync under `'full'` for the whole batch. A batch in which a write
-   * fails is rolled back and run again with a savepoint per write, so that write rejects alone. Every promise settles only after
-   * the COMMIT, so nothing is acknowledged before it is durable, and results are exactly those of
-   * running the writes one after another in call order.
+   * fails is rolled back and run again with a savepoint per write, so that write rejects alone. Every
+   * promise settles only after the COMMIT, so nothing is acknowledged before it is durable, and results
+   * are exactly those of running the writes one after another in call order.
    *
    * The trade: a write waits for one event-loop turn (`setImmediate`) before it runs, and a write
    * that arrives with many others waits for the whole batch's SQL and its single sync. Under
