@@ -9,6 +9,7 @@ import type { Outcome } from './outcome.js';
 import { type Reading, readOnce } from './readback.js';
 import { RecordWriter } from './record-writer.js';
 import { withLazySignal } from './step-context.js';
+import type { LazySignal } from './timeout.js';
 import {
   isSettledVerdict,
   mismatchFacts,
@@ -320,7 +321,7 @@ export abstract class FollowUp extends RecordWriter {
    * The context for one step. Given a lazy `signal` (a step under a deadline), `ctx.signal` is a getter so
    * the step's AbortController is built only if used (see `withLazySignal`); otherwise it is the run's signal.
    */
-  protected stepContext = (signal?: () => AbortSignal): StepContext => {
+  protected stepContext = (signal?: LazySignal): StepContext => {
     const r = this.record;
     const startedAt = new Date(r.executedAt ?? r.requestedAt);
     const ctx: StepContext =

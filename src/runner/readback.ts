@@ -10,10 +10,10 @@ import {
 } from '../contract/evaluate.js';
 import type { AnyAction, StepContext, TerminalState } from '../contract/types.js';
 import { isDenial } from '../errors.js';
-import { StepTimeout, withDeadline } from './timeout.js';
+import { type LazySignal, StepTimeout, withDeadline } from './timeout.js';
 
 /** Builds a step context whose `signal` is read through the given getter. */
-export type StepContextFactory = (signal?: () => AbortSignal) => StepContext;
+export type StepContextFactory = (signal?: LazySignal) => StepContext;
 
 /** Codes for a read that could not tell us anything about the effect. */
 export type ReadErrorCode =

@@ -1,4 +1,5 @@
 import type { StepContext } from '../contract/types.js';
+import type { LazySignal } from './timeout.js';
 
 // A step under a deadline gets `ctx.signal` as a getter, so its AbortController is only built if the step
 // reads it (building one costs ~4 µs, more than the rest of a fast step). The getter must be one shared
@@ -19,8 +20,8 @@ const LAZY_FIELD: PropertyDescriptor = {
   configurable: false,
 };
 const SIGNAL_GETTER: PropertyDescriptor = {
-  get(this: { [LAZY_SIGNAL]: () => AbortSignal }) {
-    return this[LAZY_SIGNAL]();
+  get(this: { [LAZY_SIGNAL]: LazySignal }) {
+    return this[LAZY_SIGNAL].signal();
   },
   enumerable: true,
   configurable: true,
@@ -30,18 +31,18 @@ const SIGNAL_GETTER: PropertyDescriptor = {
 export type StepFacts = Omit<StepContext, 'signal' | 'actor' | 'before'>;
 
 /**
- * Builds a step context whose `signal` is an own, enumerable getter that calls `signal()` (as a literal's
+ * Builds a step context whose `signal` is an own, enumerable getter that calls `lazy.signal()` (as a literal's
  * `get signal()` would, so spreading the context still copies the signal), in the place a literal would put
  * it, without a hidden class of its own per context.
  */
-export function withLazySignal(facts: StepFacts, signal: () => AbortSignal): StepContext {
+export function withLazySignal(facts: StepFacts, lazy: LazySignal): StepContext {
   const ctx = { runId: facts.runId, scope: facts.scope } as StepContext;
   Object.defineProperty(ctx, 'signal', SIGNAL_GETTER);
   ctx.operationId = facts.operationId;
   ctx.idempotencyKey = facts.idempotencyKey;
   ctx.attempt = facts.attempt;
   ctx.startedAt = facts.startedAt;
-  LAZY_FIELD.value = signal;
+  LAZY_FIELD.value = lazy;
   Object.defineProperty(ctx, LAZY_SIGNAL, LAZY_FIELD);
   LAZY_FIELD.value = undefined;
   return ctx;

@@ -22,9 +22,11 @@ describe('withLazySignal', () => {
         attempt: 1,
         startedAt: new Date(0),
       },
-      () => {
-        built++;
-        return controller.signal;
+      {
+        signal() {
+          built++;
+          return controller.signal;
+        },
       },
     );
     expect(built).toBe(0);
