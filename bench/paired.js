@@ -2,11 +2,11 @@
 // and they take turns batch by batch (which goes first alternates), so a slow spell of the machine hits both
 // alike; we report medians of per-batch wall and CPU time per action and the median of the paired ratios.
 // Usage: node bench/paired.js <distA> <distB>   (e.g. a `git archive` of an older commit built with tsc, and ./dist)
-// BENCH_STORE=fake (default: the SQLite store over a stand-in handle whose statements answer from a Map, so only
-//   JavaScript is timed) | memory | sqlite (files in BENCH_DIR, default the OS temp folder; BENCH_DURABILITY=normal)
-//   | pg (READBACK_PG_URL, a schema per build, dropped after). BENCH_BATCH actions per batch, BENCH_PAIRS pairs.
-// BENCH_TRACE=callback: both runners record every trace event to a callback sink that counts them; idle: a sink
-//   that takes only `run.error` (a traced call that builds no event); BENCH_TRACE_A: side A's own setting.
+// How fast a build runs also depends on the process it runs in (code placement, heap layout): two copies of one
+// build differ by up to ±7% in one process, though never the same way twice. So the comparison runs in
+// BENCH_PROCESSES child processes (default 6), the builds swapping places from one to the next, and the result is
+// the median of their B / A ratios. BENCH_ONCE=1 runs one process.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -151,6 +151,34 @@ async function batch(side) {
   }
   const used = process.cpuUsage(cpu);
   return { wall: ((performance.now() - start) * 1000) / BATCH, cpu: (used.user + used.system) / BATCH };
+}
+
+// Unless told to run once: child processes with the builds in either place, and the median of their B / A.
+if (process.env.BENCH_ONCE !== '1') {
+  const ratios = { wall: [], cpu: [] };
+  const processes = Number(process.env.BENCH_PROCESSES ?? 6);
+  for (let i = 0; i < processes; i++) {
+    const swapped = i % 2 === 1;
+    const out = execFileSync(
+      process.execPath,
+      [process.argv[1], ...(swapped ? [distB, distA] : [distA, distB])],
+      {
+        env: { ...process.env, BENCH_ONCE: '1' },
+        encoding: 'utf8',
+      },
+    );
+    process.stdout.write(out);
+    const [, wall, cpu] = out.match(/B \/ A: wall ([\d.]+) .*CPU ([\d.]+)/);
+    // A swapped process measured A / B.
+    ratios.wall.push(swapped ? 1 / Number(wall) : Number(wall));
+    ratios.cpu.push(swapped ? 1 / Number(cpu) : Number(cpu));
+  }
+  const each = ratios.wall.map((r) => r.toFixed(3)).join(', ');
+  console.log(
+    `B / A over ${processes} processes (median): wall ${median(ratios.wall).toFixed(3)} (${each}), CPU ${median(ratios.cpu).toFixed(3)}`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
 }
 
 try {
