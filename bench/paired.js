@@ -68,7 +68,9 @@ function standInHandle(columns, real) {
 
 // The trace settings a side runs with (BENCH_TRACE, or BENCH_TRACE_A for side A), from its build's own sink.
 function traceOptions(callbackSink, n) {
-  const kind = (n === 0 ? process.env.BENCH_TRACE_A : undefined) ?? process.env.BENCH_TRACE ?? 'none';
+  // Side A's setting stays with build A when a process has the builds in swapped places.
+  const sideA = process.env.BENCH_SWAPPED === '1' ? n === 1 : n === 0;
+  const kind = (sideA ? process.env.BENCH_TRACE_A : undefined) ?? process.env.BENCH_TRACE ?? 'none';
   if (kind === 'none') return undefined;
   let events = 0;
   if (kind === 'callback') return { sinks: [callbackSink(() => void events++)] };
@@ -163,7 +165,7 @@ if (process.env.BENCH_ONCE !== '1') {
       process.execPath,
       [process.argv[1], ...(swapped ? [distB, distA] : [distA, distB])],
       {
-        env: { ...process.env, BENCH_ONCE: '1' },
+        env: { ...process.env, BENCH_ONCE: '1', BENCH_SWAPPED: swapped ? '1' : '0' },
         encoding: 'utf8',
       },
     );
