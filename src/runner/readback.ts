@@ -12,7 +12,7 @@ import type { AnyAction, StepContext, TerminalState } from '../contract/types.js
 import { isDenial } from '../errors.js';
 import { type LazySignal, StepTimeout, withDeadline } from './timeout.js';
 
-/** Builds a step context whose `signal` is read through the given getter. */
+/** Builds a step context whose `signal` is read through the given lazy signal. */
 export type StepContextFactory = (signal?: LazySignal) => StepContext;
 
 /** Codes for a read that could not tell us anything about the effect. */
