@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
+import { standInHandle } from './stand-in.js';
 import { median } from './systems.js';
 
 const [distA, distB] = process.argv.slice(2, 4).map((d) => resolve(d));
@@ -21,50 +22,6 @@ const BATCH = Number(process.env.BENCH_BATCH ?? { sqlite: 500, pg: 50 }[STORE] ?
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 30);
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'readback-paired-'));
 const cleanups = [];
-
-// A SqliteLike whose writes land in a Map: the store's own code runs as on a file, its SQL costs nothing.
-function standInHandle(columns, real) {
-  const rows = new Map();
-  const db = {
-    prepare(sql) {
-      if (/^\s*INSERT INTO readback_operations/.test(sql)) {
-        return {
-          run: (...p) => {
-            rows.set(p[0], Object.fromEntries(columns.map((c, i) => [c, p[i]])));
-            return { changes: 1 };
-          },
-        };
-      }
-      if (/^\s*UPDATE readback_operations/.test(sql)) {
-        const set = [...sql.matchAll(/(\w+) = \?/g)].map((m) => m[1]);
-        let arrays = false;
-        return {
-          // As better-sqlite3's raw mode: the row as an array of its values in column order.
-          raw: (toggle = true) => {
-            arrays = toggle;
-          },
-          get: (...p) => {
-            const id = p[set.length - 1];
-            const row = { ...rows.get(id) };
-            set.forEach((c, i) => {
-              if (c !== 'id') row[c] = p[i];
-            });
-            rows.set(id, row);
-            return arrays ? columns.map((c) => row[c]) : row;
-          },
-        };
-      }
-      if (/^\s*INSERT INTO readback_events/.test(sql)) return { run: () => ({ changes: 1 }) };
-      if (/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(sql.trim()))
-        return { run: () => ({ changes: 0 }) };
-      return real.prepare(sql);
-    },
-    exec: (sql) => real.exec(sql),
-    close() {},
-    inTransaction: false,
-  };
-  return { db, clear: () => rows.clear() };
-}
 
 // The trace settings a side runs with (BENCH_TRACE, or BENCH_TRACE_A for side A), from its build's own sink.
 function traceOptions(callbackSink, n) {
