@@ -32,8 +32,10 @@ export function withDeadline<T>(
   work: (lazy: LazySignal) => Promise<T> | T,
 ): Promise<T> {
   const deadline = new StepDeadline<T>(step, ms, parent);
-  forming = deadline;
-  const promise = new Promise<T>(takeSettlers);
+  const promise = new Promise<T>((resolve, reject) => {
+    deadline.resolve = resolve;
+    deadline.reject = reject;
+  });
   // The deadline is armed first, as a slow synchronous `work` still counts against it.
   deadline.arm(clock);
   let result: Promise<T> | T;
@@ -48,15 +50,6 @@ export function withDeadline<T>(
     (error) => deadline.fail(error),
   );
   return promise;
-}
-
-// The deadline whose promise is being built: `takeSettlers` is one shared function rather than an executor
-// closure per step (every step, and every closure a step makes, costs an allocation and a first-call stub).
-let forming: StepDeadline<never> | undefined;
-function takeSettlers(resolve: (value: never) => void, reject: (error: unknown) => void): void {
-  forming!.resolve = resolve;
-  forming!.reject = reject;
-  forming = undefined;
 }
 
 // The system clock's timer calls this with the deadline as its argument, so arming one makes no closure.
