@@ -249,7 +249,7 @@ async function perAction() {
     // Cold: the first actions of a fresh process, while V8 is still compiling both loops' code.
     const cold = await sideBySide(loops, COLD, 1, 0);
     // Warm-up, not counted: the runner's functions run once per action, so V8 only optimizes the last of
-    // them a few thousand actions in (see "Warm-up" in BENCHMARKS.md).
+    // them a few thousand actions in (see "Warm-up" in docs/benchmarks-history.md).
     await sideBySide(loops, WARMUP, 1, 1);
 
     const shapes = [
