@@ -28,10 +28,10 @@
  * observation, never proof: it supports no claim.
  */
 import type { Completion, Status } from '../contract/types.js';
+import { readAsLatin } from './letters.js';
 import {
   type EffectClaim,
   findClaims,
-  foldLookalikes,
   isDeterminer,
   maskQuoted,
   sameWord,
@@ -350,7 +350,7 @@ function attribute(claim: EffectClaim, sentence: string, index: Index): Attribut
 }
 
 function hasSubject(clause: string): boolean {
-  const tokens = foldLookalikes(clause).replace(/’/g, "'").toLowerCase().split(/\s+/);
+  const tokens = readAsLatin(clause).replace(/’/g, "'").toLowerCase().split(/\s+/);
   return tokens.some((t, i) => {
     if (/[\d@#]/.test(t)) return true;
     const next = (tokens[i + 1] ?? '').replace(/[^a-z'-]/g, '');

@@ -6,6 +6,10 @@
  * same text every time, so it can sit in a test suite and in a production output filter.
  */
 
+import { foldLookalikes, foldStyled, stripInvisible } from './letters.js';
+
+export { foldLookalikes, stripInvisible } from './letters.js';
+
 /** One affirmative occurrence of an effect word in a sentence. */
 export interface EffectClaim {
   /** The effect word or phrase as found, lower-cased ("sent", "all set"). */
@@ -258,49 +262,6 @@ export function maskQuoted(text: string): string {
   return text.replace(SPAN, (m) => ' '.repeat(m.length));
 }
 
-// Format and other invisible characters (zero-width space and joiners, soft hyphen, bidi marks, BOM, variation
-// selectors): inside a word they hide it from matching ("sen\u200bt") while the reader still sees "sent".
-const INVISIBLE = /\p{Cf}|\u034f|[\ufe00-\ufe0f]/gu;
-
-/** Removes invisible format characters, so the guard reads the words a person sees. */
-export function stripInvisible(text: string): string {
-  return text.replace(INVISIBLE, '');
-}
-
-// Letters other scripts write exactly like Latin ones in common fonts: "dоne" with a Cyrillic о reads as "done" to a
-// person, as "d" and "ne" to an ASCII word match. Each entry is the lookalike and the ASCII letter it passes for;
-// letters that only resemble one (Cyrillic и, Greek ε) are left out.
-const LOOKALIKE_TABLE =
-  // Cyrillic
-  '\u0430a \u0441c \u0435e \u04bbh \u0456i \u0458j \u043ak \u043eo \u0440p \u051bq \u0455s \u0443y ' +
-  '\u0445x \u0501d \u051dw \u0475v \u0410A \u0412B \u0421C \u0415E \u041dH \u0406I \u0408J \u041aK ' +
-  '\u041cM \u041eO \u0420P \u0405S \u0422T \u0425X \u0423Y \u0500D \u051aQ \u051cW ' +
-  // Greek
-  '\u03b1a \u03bfo \u03c1p \u03bdv \u03b9i \u03bak \u03c7x \u03c5u \u0391A \u0392B \u0395E \u0396Z ' +
-  '\u0397H \u0399I \u039aK \u039cM \u039dN \u039fO \u03a1P \u03a4T \u03a5Y \u03a7X ' +
-  // Armenian; dotless i, script a and g
-  '\u0585o \u057du \u0570h \u0578n \u0131i \u0251a \u0261g';
-const LOOKALIKES = new Map<string, string>(
-  LOOKALIKE_TABLE.split(' ').map((pair) => [pair.charAt(0), pair.charAt(1)] as const),
-);
-// The scripts above and the fullwidth Latin letters (Ａ–Ｚ, ａ–ｚ), each one UTF-16 unit.
-const HAS_LOOKALIKE = /[\u0131\u0251\u0261\u0370-\u03ff\u0400-\u052f\u0530-\u058f\uff21-\uff3a\uff41-\uff5a]/;
-const LOOKALIKE = new RegExp(HAS_LOOKALIKE.source, 'g');
-
-/**
- * Writes letters that look like ASCII letters as those letters, one UTF-16 unit for one, so every offset into the
- * text stays valid: the guard judges the words a person reads.
- */
-export function foldLookalikes(text: string): string {
-  if (!HAS_LOOKALIKE.test(text)) return text;
-  return text.replace(LOOKALIKE, (c) => {
-    const code = c.charCodeAt(0);
-    // Fullwidth forms sit at a fixed distance from ASCII.
-    if (code >= 0xff21) return String.fromCharCode(code - 0xfee0);
-    return LOOKALIKES.get(c) ?? c;
-  });
-}
-
 const ABBREVIATIONS = new Set(['e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'approx']);
 
 /**
@@ -522,7 +483,10 @@ export function findClaims(input: string): EffectClaim[] {
   // Offsets and clauses are of the sentence as a reader sees it, without invisible characters; its words are
   // matched with lookalike letters read as the ASCII ones they pass for (same offsets, so clauses keep the text).
   const sentence = stripInvisible(input);
-  const norm = unquoteOwnWords(foldLookalikes(sentence).replace(/’/g, "'"));
+  // Styled letters (𝐝𝐨𝐧𝐞) are two units each: words are matched in the folded text, and its offsets mapped back.
+  const styled = foldStyled(sentence);
+  const at = (offset: number) => styled.origin?.[offset] ?? offset;
+  const norm = unquoteOwnWords(foldLookalikes(styled.text).replace(/’/g, "'"));
   const masked = maskQuoted(norm);
   // A question asks about an effect; it does not assert one.
   if (masked.trim().endsWith('?')) return [];
@@ -547,14 +511,16 @@ export function findClaims(input: string): EffectClaim[] {
         claims.push({
           word: hit.word,
           stem: hit.effect.stem,
-          index: tokens[i]!.index,
+          index: at(tokens[i]!.index),
           generic: hit.effect.generic === true,
           agentive: isAgentive(tokens, i, hit.length, hit.word, hit.effect.stem),
           clause: sentence
             .slice(
-              (i <= opening ? sharedStart(masked, ranges, r, tokens, i, hit.length) : undefined) ??
-                reach.start,
-              reach.end,
+              at(
+                (i <= opening ? sharedStart(masked, ranges, r, tokens, i, hit.length) : undefined) ??
+                  reach.start,
+              ),
+              at(reach.end),
             )
             .trim(),
           idiom: hit.effect.idiom === true,
