@@ -1,14 +1,40 @@
 /**
- * The vocabulary of completion: which words claim that an effect happened, which words take
- * that claim back, and how text is cut into sentences and clauses before it is judged.
+ * Finding claims: which effect words in a sentence affirm that an effect happened, once hedges, negations, reported
+ * speech and questions are taken out. The words themselves are in `vocabulary.ts`, the cutting into sentences and
+ * clauses in `sentences.ts`, and how letters are read in `letters.ts`.
  *
  * Everything here is deterministic on purpose: the guard must give the same verdict for the
  * same text every time, so it can sit in a test suite and in a production output filter.
  */
 
 import { foldLookalikes, foldStyled, stripInvisible } from './letters.js';
+import { type ClauseRange, maskQuoted, SPAN, splitClauses, splitSentences } from './sentences.js';
+import {
+  ACHIEVED,
+  ACT_WORDS,
+  ASSERTING,
+  afterCopula,
+  BASE_FORMS,
+  DETERMINERS,
+  DOUBT,
+  type EffectWord,
+  EVIDENTIAL,
+  FIRST_PERSON,
+  HAD_ADVERBS,
+  IMPERATIVES,
+  isHedge,
+  OBSERVATION_STEMS,
+  PERCEPTION,
+  PHRASES,
+  REQUESTS,
+  SOLO,
+  SUBORDINATORS,
+  WORDS,
+} from './vocabulary.js';
 
 export { foldLookalikes, stripInvisible } from './letters.js';
+export { type ClauseRange, maskQuoted, splitClauses, splitSentences } from './sentences.js';
+export { EFFECT_WORDS, isHedge } from './vocabulary.js';
 
 /** One affirmative occurrence of an effect word in a sentence. */
 export interface EffectClaim {
@@ -35,290 +61,6 @@ export interface EffectClaim {
    * its effect happened.
    */
   aboutRequest: boolean;
-}
-
-interface EffectWord {
-  stem: string;
-  generic?: boolean;
-  idiom?: boolean;
-  /** Said of what the speaker got ("I received your request"), the word reports no effect of the run. */
-  notBySpeaker?: boolean;
-  /** Says the thing is in transit ("on its way"): that the request went out, not that it arrived. */
-  inTransit?: boolean;
-  /** The phrase claims only after a copula: "the email is on its way", not "it got lost on the way". */
-  afterCopula?: boolean;
-}
-
-// Past forms and adjectives only: "send" or "resolve" promise nothing, "sent" or "resolved" do.
-const WORDS: Record<string, EffectWord> = {
-  done: { stem: 'do', generic: true },
-  complete: { stem: 'complete', generic: true },
-  completed: { stem: 'complete', generic: true },
-  finished: { stem: 'finish', generic: true },
-  finalized: { stem: 'finalize', generic: true },
-  accomplished: { stem: 'accomplish', generic: true },
-  handled: { stem: 'handle', generic: true },
-  processed: { stem: 'process', generic: true },
-  dispatched: { stem: 'dispatch' },
-  succeeded: { stem: 'succeed', generic: true },
-  successful: { stem: 'succeed', generic: true },
-  successfully: { stem: 'succeed', generic: true },
-  confirmed: { stem: 'confirm', generic: true },
-  sent: { stem: 'send' },
-  resent: { stem: 'send' },
-  delivered: { stem: 'deliver' },
-  emailed: { stem: 'email' },
-  mailed: { stem: 'mail' },
-  notified: { stem: 'notify' },
-  paged: { stem: 'page' },
-  alerted: { stem: 'alert' },
-  messaged: { stem: 'message' },
-  texted: { stem: 'text' },
-  invited: { stem: 'invite' },
-  submitted: { stem: 'submit' },
-  placed: { stem: 'place' },
-  ordered: { stem: 'order' },
-  registered: { stem: 'register' },
-  renewed: { stem: 'renew' },
-  reset: { stem: 'reset' },
-  replied: { stem: 'reply' },
-  escalated: { stem: 'escalate' },
-  triggered: { stem: 'trigger' },
-  updated: { stem: 'update' },
-  changed: { stem: 'change' },
-  modified: { stem: 'modify' },
-  edited: { stem: 'edit' },
-  resolved: { stem: 'resolve' },
-  fixed: { stem: 'fix' },
-  closed: { stem: 'close' },
-  created: { stem: 'create' },
-  added: { stem: 'add' },
-  deleted: { stem: 'delete' },
-  removed: { stem: 'remove' },
-  archived: { stem: 'archive' },
-  refunded: { stem: 'refund' },
-  credited: { stem: 'credit' },
-  reimbursed: { stem: 'reimburse' },
-  issued: { stem: 'issue' },
-  charged: { stem: 'charge' },
-  paid: { stem: 'pay' },
-  scheduled: { stem: 'schedule' },
-  rescheduled: { stem: 'schedule' },
-  booked: { stem: 'book' },
-  published: { stem: 'publish' },
-  posted: { stem: 'post' },
-  applied: { stem: 'apply' },
-  saved: { stem: 'save' },
-  cancelled: { stem: 'cancel' },
-  canceled: { stem: 'cancel' },
-  voided: { stem: 'void' },
-  revoked: { stem: 'revoke' },
-  merged: { stem: 'merge' },
-  deployed: { stem: 'deploy' },
-  shipped: { stem: 'ship' },
-  migrated: { stem: 'migrate' },
-  synced: { stem: 'sync' },
-  synchronized: { stem: 'sync' },
-  imported: { stem: 'import' },
-  transferred: { stem: 'transfer' },
-  uploaded: { stem: 'upload' },
-  restored: { stem: 'restore' },
-  approved: { stem: 'approve' },
-  assigned: { stem: 'assign' },
-  fulfilled: { stem: 'fulfill' },
-  enabled: { stem: 'enable' },
-  disabled: { stem: 'disable' },
-  installed: { stem: 'install' },
-  // What the other side got: "Ana has received the email", "the refund arrived". Idioms, so "the power
-  // arrived" or "received a lot of praise" claim nothing; never the speaker's own ("we received your request").
-  received: { stem: 'receive', idiom: true, notBySpeaker: true },
-  arrived: { stem: 'receive', idiom: true, notBySpeaker: true },
-};
-
-const PHRASES: { words: string[]; effect: EffectWord }[] = [
-  { words: ['all', 'set'], effect: { stem: 'complete', generic: true } },
-  { words: ['taken', 'care', 'of'], effect: { stem: 'handle', generic: true } },
-  { words: ['took', 'care', 'of'], effect: { stem: 'handle', generic: true } },
-  { words: ['went', 'out'], effect: { stem: 'send', idiom: true } },
-  { words: ['gone', 'out'], effect: { stem: 'send', idiom: true } },
-  { words: ['went', 'through'], effect: { stem: 'succeed', generic: true } },
-  { words: ['gone', 'through'], effect: { stem: 'succeed', generic: true } },
-  { words: ['it', 'worked'], effect: { stem: 'succeed', generic: true } },
-  { words: ['all', 'good'], effect: { stem: 'complete', generic: true } },
-  // "The post is live" claims a publish; "the game is live" is about nothing the run did.
-  { words: ['is', 'live'], effect: { stem: 'publish', idiom: true } },
-  { words: ['are', 'live'], effect: { stem: 'publish', idiom: true } },
-  { words: ['now', 'live'], effect: { stem: 'publish', idiom: true } },
-  { words: ['went', 'live'], effect: { stem: 'publish', idiom: true } },
-  { words: ['gone', 'live'], effect: { stem: 'publish', idiom: true } },
-  // "The email is on its way" says it went out and has not arrived: what a polled pending send supports, and
-  // false for a failed, unknown or unapproved one.
-  { words: ['on', 'its', 'way'], effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true } },
-  { words: ['on', 'the', 'way'], effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true } },
-  {
-    words: ['on', 'their', 'way'],
-    effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true },
-  },
-  { words: ['en', 'route'], effect: { stem: 'send', idiom: true, inTransit: true, afterCopula: true } },
-];
-
-// What stands right before a state phrase: "is on its way", "it's en route", "are now on their way".
-const COPULAS = new Set(['is', 'are', 'was', 'were', 'now', 'already', 'been', 'still']);
-function afterCopula(token: string | undefined): boolean {
-  return token !== undefined && (COPULAS.has(token) || token.endsWith("'s") || token.endsWith("'re"));
-}
-
-// Words that claim only when they are the whole clause: "Success!" does, "the success rate" does not.
-const SOLO: Record<string, EffectWord> = {
-  success: { stem: 'succeed', generic: true },
-};
-
-/** Every single effect word readback recognizes, for documentation and tests. */
-export const EFFECT_WORDS: readonly string[] = Object.keys(WORDS);
-
-// The plain forms of the effect words ("send", "refund"), which claim only after "able to" or "managed to".
-const BASE_FORMS = new Map<string, EffectWord>(
-  Object.values(WORDS).map((w) => [w.stem, { stem: w.stem, generic: w.generic }]),
-);
-
-// Words that, in the few words before an effect word, turn it into a negation, a hedge, a
-// future, a condition or a wish: none of those asserts that the effect was observed.
-const HEDGES = new Set(
-  (
-    'not never no nothing none nobody neither nor without cannot unable fail failed fails yet ' +
-    'may might could would should will shall must can be being maybe perhaps possibly probably ' +
-    'likely unlikely presumably supposedly reportedly apparently seemingly seems seem appears appear ' +
-    'hopefully hope expect expected unconfirmed unverified unknown unclear uncertain pending awaiting ' +
-    'waiting once until unless if whether when before need needs try tried trying attempt attempted ' +
-    'attempting unsure'
-  ).split(' '),
-);
-// Words that open a subordinate clause: everything after them up to the clause's end is a condition or
-// a time still to come ("once the email to Ana is delivered"), however long its subject is.
-const SUBORDINATORS = new Set(['once', 'until', 'unless', 'if', 'whether', 'when', 'whenever']);
-// What someone asked for is not what happened: "you asked me to make sure the proposal is delivered".
-// After "as" it affirms instead: "as you asked, I sent it", "as requested".
-const REQUESTS = new Set(['ask', 'asked', 'asks', 'asking', 'requested', 'want', 'wants', 'wanted']);
-// A clause that opens with one of these verbs is an instruction or a plan, not a report: "(please)
-// confirm the email was delivered", "next step: verify the refund was issued", "make sure it is sent".
-const IMPERATIVES = new Set(['confirm', 'verify', 'check', 'ensure']);
-// Words of knowing and showing. A doubted one ("could not confirm", "no proof", "not sure", "waiting
-// for confirmation") puts its whole complement in doubt: "... that the email to Ana was delivered".
-const EVIDENTIAL = new Set(
-  (
-    'confirm confirms confirmed confirmation verify verifies verified verification know known sure certain ' +
-    'proof proves evidence sign shows tell say see seen heard guarantee'
-  ).split(' '),
-);
-const DOUBT = new Set(
-  'not never no nothing none cannot unable without unsure unclear uncertain unknown unconfirmed unverified waiting awaiting'.split(
-    ' ',
-  ),
-);
-// "I can confirm it was sent" asserts; "can" only hedges a change ("it can be sent later").
-const ASSERTING = new Set(['confirm', 'see', 'verify', 'tell', 'report', 'say']);
-// "I'd already sent it" is "I had", not "I would": only adverbs stand between "'d" and the word.
-const HAD_ADVERBS = new Set(['already', 'just', 'also', 'now', 'since', 'successfully', 'then']);
-// "I was able to send", "managed to refund": an infinitive after these reports the act as achieved.
-const ACHIEVED = new Set(['able', 'managed']);
-// "I'll", "we'd": contracted modals hedge like their full forms.
-const MODAL_CONTRACTIONS = ["'ll", "'d"];
-
-const FIRST_PERSON = new Set(['i', 'we', "i've", "we've", "i'd", "we'd", "i'm", "we're"]);
-// "I found it resolved", "we see T-104 is closed": the speaker observed a state, did not act.
-const PERCEPTION = new Set(
-  'found find see saw seen checked check noticed verified confirmed looked'.split(' '),
-);
-// These stems report an act of checking, not of changing, so they never count as agentive.
-const OBSERVATION_STEMS = new Set(['confirm']);
-// These words always report that something was done, even without a subject.
-const ACT_WORDS = new Set(['done', 'succeeded', 'successfully', 'successful', 'accomplished', 'handled']);
-const DETERMINERS = new Set([
-  'the',
-  'a',
-  'an',
-  'this',
-  'that',
-  'these',
-  'those',
-  'your',
-  'my',
-  'our',
-  'their',
-]);
-
-/** True when a lower-cased token negates or hedges an effect word that follows it. */
-export function isHedge(token: string): boolean {
-  if (HEDGES.has(token) || token.endsWith("n't")) return true;
-  return MODAL_CONTRACTIONS.some((c) => token.endsWith(c));
-}
-
-// Quoted and code spans are reported text (a postcondition, an error reason, an identifier),
-// not the speaker's assertion; templates put every piece of free text in one of these.
-const SPAN = /“[^”\n]*”|"[^"\n]*"|`[^`\n]*`/g;
-
-/** Blanks out quoted (“…”, "…") and code (`…`) spans with spaces, keeping every offset. */
-export function maskQuoted(text: string): string {
-  return text.replace(SPAN, (m) => ' '.repeat(m.length));
-}
-
-const ABBREVIATIONS = new Set(['e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'approx']);
-
-/**
- * Splits text into sentences at . ! ? and line breaks, never inside quoted or code spans; invisible format
- * characters are removed first, so the sentences are the text a reader sees.
- */
-export function splitSentences(input: string): string[] {
-  const text = stripInvisible(input);
-  const masked = maskQuoted(text);
-  const out: string[] = [];
-  let start = 0;
-  const boundary = /[.!?]+[)\]'’]*(?=\s|$)|\n+/g;
-  for (let m = boundary.exec(masked); m !== null; m = boundary.exec(masked)) {
-    if (m[0].startsWith('.') && m[0].length === 1) {
-      const before = /([A-Za-z.]+)$/.exec(masked.slice(start, m.index))?.[1]?.toLowerCase();
-      if (before !== undefined && ABBREVIATIONS.has(before)) continue;
-    }
-    const end = m.index + m[0].length;
-    pushTrimmed(out, text.slice(start, m[0].startsWith('\n') ? m.index : end));
-    start = end;
-  }
-  pushTrimmed(out, text.slice(start));
-  return out;
-}
-
-function pushTrimmed(out: string[], piece: string): void {
-  const trimmed = piece.replace(/^[\s\-*•]+/, '').trim();
-  if (trimmed !== '') out.push(trimmed);
-}
-
-/** A clause as offsets into its sentence. */
-export interface ClauseRange {
-  start: number;
-  end: number;
-}
-
-// Contrast and coordination usually separate statements about different effects
-// ("the email was sent but delivery is pending"), so hedges never cross them.
-// "So" and "then" join two statements too ("the email was not sent so I closed the ticket"), but not as "so far",
-// "so that", "so was Bob's", nor a "then" or "so" that ends a condition ("if it is delivered then …").
-const CLAUSE_BREAK =
-  /[;()[\]—–]|[,:](?=\s|$)|\s-\s|\b(?:and|but|however|although|though|whereas|while|except|meanwhile|then|so(?!\s+(?:far|that|much|many|long|as|too|well|on|to|am|is|are|was|were|do|does|did|has|have|had|will|would|could|can)\b))\b/gi;
-const CONDITION = /\b(?:if|once|when|whenever|unless|until|after|before)\b/i;
-
-/** Cuts a sentence into clauses at punctuation and conjunctions, ignoring quoted spans. */
-export function splitClauses(sentence: string): ClauseRange[] {
-  const masked = maskQuoted(sentence);
-  const out: ClauseRange[] = [];
-  let start = 0;
-  for (let m = CLAUSE_BREAK.exec(masked); m !== null; m = CLAUSE_BREAK.exec(masked)) {
-    const word = m[0].toLowerCase();
-    if ((word === 'so' || word === 'then') && CONDITION.test(masked.slice(start, m.index))) continue;
-    if (m.index > start) out.push({ start, end: m.index });
-    start = m.index + m[0].length;
-  }
-  if (start < masked.length) out.push({ start, end: masked.length });
-  return out;
 }
 
 interface Token {
