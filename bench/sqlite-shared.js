@@ -119,8 +119,8 @@ export const COMPLETION = await runnerCompletionText();
 const SETTLE_DETAIL = '{"raw":{"ok":true},"errorCode":null}';
 
 /**
- * The same record writes with better-sqlite3 by hand: the reserve INSERT + event, the executing UPDATE
- * + event, the settle UPDATE + event, each in its own BEGIN IMMEDIATE … COMMIT as the runner's
+ * The same record writes with better-sqlite3 by hand: the reserve INSERT + event and the executing UPDATE
+ * + event in one BEGIN IMMEDIATE … COMMIT, then the settle UPDATE + event in another, as the runner's
  * sequential path commits them, with the target's write and read between them. Same schema and pragmas
  * (the store creates the file), same statement texts, and values of the same shape and size as the
  * runner's (time-ordered ids from `newOperationId`, SHA-256 fingerprints, the text of a real completion), so
@@ -200,8 +200,8 @@ export async function handSteps(durability) {
       let action;
       tx(() => {
         action = reserve(i);
+        executing(action);
       });
-      tx(() => executing(action));
       await effect(action);
       tx(() => settled(action));
     },
@@ -209,8 +209,8 @@ export async function handSteps(durability) {
       let actions;
       tx(() => {
         actions = seqs.map(reserve);
+        actions.forEach(executing);
       });
-      tx(() => actions.forEach(executing));
       await Promise.all(actions.map(effect));
       tx(() => actions.forEach(settled));
     },

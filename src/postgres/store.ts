@@ -354,6 +354,8 @@ export function createPostgresStore({
   };
 
   return {
+    // A `start` (OperationStore.reserve) is left to the caller's own transition: the reserve is one statement with
+    // its write id and its batch shape, and folding a transition into it would need another of each.
     reserve(op: NewOperation, event: NewEvent) {
       let values: unknown[];
       let record: OperationRecord;

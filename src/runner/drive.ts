@@ -1,6 +1,7 @@
 import { toRecordable } from '../canonical.js';
-import type { Completion, RunContext } from '../contract/types.js';
+import type { AnyAction, Completion, RunContext } from '../contract/types.js';
 import { isStoreMisuse } from '../store/records.js';
+import type { NewEvent, RecordPatch, ReserveStart } from '../store/types.js';
 import { judgeBaseline } from './baseline.js';
 import { type FollowMode, FollowUp, parkedDue } from './follow.js';
 import { isAccepted, isRejected } from './markers.js';
@@ -144,25 +145,17 @@ export class Drive extends FollowUp {
 
   protected async execute(): Promise<Completion> {
     const { action, env } = this;
-    const now = env.clock.now();
-    const attempt = this.record.attempt + 1;
     // From the lifecycle this drive saw (with the attempt guard, as exact as allowing either): a single
     // lifecycle lets a store skip reading which one the row was in for the event's `from`.
     const seen = this.record.lifecycle;
     let moved: boolean;
     try {
+      const patch = executingPatch(action, env.clock.now(), this.record.attempt + 1);
+      // Kept so freshness rules still have their baseline when a later poll or a restart reads back.
+      if (this.baseline !== undefined) patch.baseline = toRecordable(this.baseline).value;
       moved = await this.move(
         seen === 'requested' || seen === 'executing' ? [seen] : ['requested', 'executing'],
-        {
-          lifecycle: 'executing',
-          attempt,
-          executedAt: now,
-          inFlightUntil: null,
-          // If this process dies mid-execute, the record becomes due for a read-back after this time.
-          nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
-          // Kept so freshness rules still have their baseline when a later poll or a restart reads back.
-          ...(this.baseline !== undefined ? { baseline: toRecordable(this.baseline).value } : {}),
-        },
+        patch,
         { type: 'executing' },
         this.record.attempt,
       );
@@ -172,7 +165,21 @@ export class Drive extends FollowUp {
       return this.executeUnrecorded(error);
     }
     if (!moved) return this.superseded();
+    return this.executeStep();
+  }
 
+  /**
+   * The reserve that created the record also moved it to executing (a `ReserveStart` from `startingMove`, for an
+   * action with nothing to do between the two): the move is told to the trace, and the step runs.
+   */
+  startMoved(): Promise<Completion> {
+    this.run.trace?.transition('executing', 'requested', this.record, this.record.updatedAt);
+    return this.executeStep();
+  }
+
+  /** Runs the action's execute step on a record already moved to executing, and decides from what it returns. */
+  private async executeStep(): Promise<Completion> {
+    const { action, env } = this;
     let raw: unknown;
     const trace = this.run.trace;
     // The trace is told when the step starts and how it ended, around this await (no promise of its own).
@@ -302,4 +309,42 @@ export class Drive extends FollowUp {
     if (!ok) return this.superseded();
     return (await this.judgeAccepted(reading)) ?? this.followAccepted(this.runWait ? 'wait' : 'none');
   }
+}
+
+/** The move to executing for this attempt: when it began, and when a read-back is due if this process dies. */
+export function executingPatch(action: AnyAction, now: number, attempt: number): RecordPatch {
+  return {
+    lifecycle: 'executing',
+    attempt,
+    executedAt: now,
+    inFlightUntil: null,
+    // If this process dies mid-execute, the record becomes due for a read-back after this time.
+    nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
+  };
+}
+
+/**
+ * The first move to executing as a reserve can make it (`ReserveStart`), for a call with nothing to do between
+ * reserving and executing: no baseline read, no approval gate, not shadow (whose tool must run even when the
+ * store fails). Undefined otherwise; the drive then moves the record itself, as it does when a store ignores it.
+ */
+export function startingMove(
+  action: AnyAction,
+  now: number,
+  actor: string | null,
+  shadow: boolean,
+): ReserveStart | undefined {
+  if (shadow || action.before || action.needsApproval) return undefined;
+  const patch = executingPatch(action, now, 1);
+  patch.updatedAt = now;
+  const event: NewEvent = {
+    type: 'executing',
+    at: now,
+    from: 'requested',
+    to: 'executing',
+    status: null,
+    actor,
+    attempt: 1,
+  };
+  return { patch, event };
 }

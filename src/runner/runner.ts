@@ -9,7 +9,7 @@ import { isStoreMisuse } from '../store/records.js';
 import type { OperationRecord, OperationStore } from '../store/types.js';
 import { type ReviewDecision, recordDecision } from './approval.js';
 import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf } from './call-checks.js';
-import { Drive } from './drive.js';
+import { Drive, startingMove } from './drive.js';
 import { parkedDue } from './follow.js';
 import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './options.js';
 import { type Outcome, toCompletion } from './outcome.js';
@@ -327,6 +327,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     }
     const id = shadowId ?? newId();
     const now = clock.now();
+    // Nothing runs between reserving and executing most calls: the store may write both in one commit. Not once
+    // the caller has aborted, which the drive must see with the record still `requested` (nothing ran).
+    const first = signal.aborted
+      ? undefined
+      : startingMove(action as AnyAction, now, ctx.actor ?? null, shadowState !== undefined);
     // A store that throws synchronously is handled like one that rejects.
     const reservation = settle(() =>
       store.reserve(
@@ -352,6 +357,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           actor: ctx.actor ?? null,
           attempt: 0,
         },
+        first,
       ),
     );
     const done = reservation.then(
@@ -367,7 +373,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         });
         // Shadow never holds the live tool's result back to poll accepted work: the reconciler follows it.
         drive.runWait = ctx.wait !== false && !shadowState;
-        return drive.start().catch((error) => storeFailure(error, action as AnyAction, drive.position()));
+        const started =
+          first !== undefined && record.lifecycle === 'executing' ? drive.startMoved() : drive.start();
+        return started.catch((error) => storeFailure(error, action as AnyAction, drive.position()));
       },
       (error) => {
         const at = { target, operationId: id, idempotencyKey: key, attempt: 0 };

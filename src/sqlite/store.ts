@@ -22,6 +22,9 @@ import {
   type OperationRecord,
   type OperationStore,
   RECORD_SCHEMA_VERSION,
+  type RecordPatch,
+  type ReserveStart,
+  type TransitionGuard,
 } from '../store/types.js';
 import { prepareArrays, type SqliteLike, type SqliteStatement, type SqliteValue } from './driver.js';
 import {
@@ -289,6 +292,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
   const reserve = (
     op: NewOperation,
     event: NewEvent,
+    start?: ReserveStart,
   ): Promise<{ record: OperationRecord; created: boolean }> => {
     open('reserve');
     requireString(op.id, 'op.id');
@@ -296,6 +300,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     requireTime(op.requestedAt, 'op.requestedAt');
     requireEvent(event);
     requireStorableOperation(op);
+    // The first transition rides in the reserve's transaction: the record is created already moved, one commit.
+    const started =
+      start && prepareTransition(op.id, ['requested'], start.patch, start.event, { attempt: 0 });
 
     // Records are never deleted, so a key found without the lock is final: a repeated request
     // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
@@ -340,6 +347,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
         return { record: recordFromValues(existing), created: false };
       }
       appendEvent(record, event, null, 'requested');
+      // A start that cannot apply (it always can, to a record just created) leaves the record as reserved.
+      const moved = started?.();
+      if (moved) return { record: moved, created: true };
       // Answer with what the row holds, the record the values were bound from rather than a read back
       // (materializing a 27-column row costs more than the INSERT): `recordParams` made its JSON fields what
       // their texts hold, never the caller's own objects.
@@ -347,8 +357,15 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     }, solo);
   };
 
-  const transition: OperationStore['transition'] = (id, from, patch, event, guard = {}) => {
-    open('transition');
+  // Checks a transition's arguments and returns the body that applies it, to run inside a write: the new
+  // record, or null when the compare-and-set did not match.
+  const prepareTransition = (
+    id: string,
+    from: readonly Lifecycle[],
+    patch: RecordPatch,
+    event: NewEvent,
+    guard: TransitionGuard,
+  ): (() => OperationRecord | null) => {
     requireEvent(event);
     requireKnownLifecycle(patch);
     const { columns, values, json } = patchAssignments(patch, 'updatedAt');
@@ -364,66 +381,68 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       if ((patch as Partial<OperationRecord>)[field] !== undefined) checksIdentity = true;
     }
 
-    return write(
-      () => {
-        // The event's `from` is the lifecycle the UPDATE moved from. With one allowed lifecycle a match
-        // proves it; with several (or an identity check) it is read first, under the write lock, so
-        // nothing can change the row between this read and the UPDATE below.
-        let was: Lifecycle | undefined = from.length === 1 ? from[0] : undefined;
-        if (checksIdentity) {
-          const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
-          if (row === undefined) return null;
-          const current = {
-            id: row.id,
-            schemaVersion: Number(row.schema_version),
-            idempotencyKey: row.idempotency_key,
-            fingerprint: row.fingerprint,
-          };
-          for (const field of IDENTITY_FIELDS) {
-            const value = (patch as Partial<OperationRecord>)[field];
-            if (value !== undefined && value !== current[field]) {
-              throw new ReadbackError(
-                'store_conflict',
-                `a transition cannot change ${field}`,
-                `patch.${field}`,
-              );
-            }
+    return () => {
+      // The event's `from` is the lifecycle the UPDATE moved from. With one allowed lifecycle a match
+      // proves it; with several (or an identity check) it is read first, under the write lock, so
+      // nothing can change the row between this read and the UPDATE below.
+      let was: Lifecycle | undefined = from.length === 1 ? from[0] : undefined;
+      if (checksIdentity) {
+        const row = stmt(SELECT_IDENTITY).get(id) as IdentityRow | undefined;
+        if (row === undefined) return null;
+        const current = {
+          id: row.id,
+          schemaVersion: Number(row.schema_version),
+          idempotencyKey: row.idempotency_key,
+          fingerprint: row.fingerprint,
+        };
+        for (const field of IDENTITY_FIELDS) {
+          const value = (patch as Partial<OperationRecord>)[field];
+          if (value !== undefined && value !== current[field]) {
+            throw new ReadbackError(
+              'store_conflict',
+              `a transition cannot change ${field}`,
+              `patch.${field}`,
+            );
           }
-          was = row.lifecycle as Lifecycle;
-        } else if (was === undefined && from.length > 0) {
-          const row = stmt(SELECT_LIFECYCLE).get(id) as { lifecycle: string } | undefined;
-          if (row === undefined) return null;
-          was = row.lifecycle as Lifecycle;
         }
-        if (from.length === 0) return null;
+        was = row.lifecycle as Lifecycle;
+      } else if (was === undefined && from.length > 0) {
+        const row = stmt(SELECT_LIFECYCLE).get(id) as { lifecycle: string } | undefined;
+        if (row === undefined) return null;
+        was = row.lifecycle as Lifecycle;
+      }
+      if (from.length === 0) return null;
 
-        const params: SqliteValue[] = [
-          ...values,
-          updatedAt,
-          id,
-          ...from,
-          guard.leaseToken === undefined ? 0 : 1,
-          guard.leaseToken ?? null,
-          guard.attempt === undefined ? 0 : 1,
-          guard.attempt ?? null,
-        ];
-        const updated = rows(updateOperationSql(columns, from.length)).get(...params);
-        // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
-        if (updated === undefined) return null;
-        const next = recordFromValues(updated, bound);
-        appendEvent(next, event, was!, next.lifecycle);
-        return next;
-      },
-      { id, ends: transitionEnded },
-    );
+      const params: SqliteValue[] = [
+        ...values,
+        updatedAt,
+        id,
+        ...from,
+        guard.leaseToken === undefined ? 0 : 1,
+        guard.leaseToken ?? null,
+        guard.attempt === undefined ? 0 : 1,
+        guard.attempt ?? null,
+      ];
+      const updated = rows(updateOperationSql(columns, from.length)).get(...params);
+      // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
+      if (updated === undefined) return null;
+      const next = recordFromValues(updated, bound);
+      appendEvent(next, event, was!, next.lifecycle);
+      return next;
+    };
+  };
+
+  const transition: OperationStore['transition'] = (id, from, patch, event, guard = {}) => {
+    open('transition');
+    return write(prepareTransition(id, from, patch, event, guard), { id, ends: transitionEnded });
   };
 
   return {
     // Not async: an async method that returns a promise costs one more promise and two more turns, on every
     // write. A throw still becomes a rejection, as it would in an async method.
-    reserve(op: NewOperation, event: NewEvent) {
+    reserve(op: NewOperation, event: NewEvent, start?: ReserveStart) {
       try {
-        return reserve(op, event);
+        return reserve(op, event, start);
       } catch (error) {
         return Promise.reject(error);
       }

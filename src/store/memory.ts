@@ -22,6 +22,9 @@ import {
   type OperationRecord,
   type OperationStore,
   RECORD_SCHEMA_VERSION,
+  type RecordPatch,
+  type ReserveStart,
+  type TransitionGuard,
 } from './types.js';
 
 interface Entry {
@@ -60,13 +63,56 @@ export function memoryStore(): OperationStore {
     entry.events.push(stored);
   };
 
+  // The compare-and-set of a transition on one entry: the new record, or null when it did not match.
+  const apply = (
+    entry: Entry,
+    from: readonly Lifecycle[],
+    patch: RecordPatch,
+    event: NewEvent,
+    guard: TransitionGuard,
+  ): OperationRecord | null => {
+    const current = entry.record;
+    // The type forbids identity fields, but a spread record can still carry them at run time.
+    for (const field of IDENTITY_FIELDS) {
+      const value = (patch as Partial<OperationRecord>)[field];
+      if (value !== undefined && value !== current[field]) {
+        throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
+      }
+    }
+    // Settled is terminal: nothing may rewrite an honest final status.
+    if (current.lifecycle === 'settled' || !from.includes(current.lifecycle)) return null;
+    if (guard.leaseToken !== undefined && current.leaseToken !== guard.leaseToken) return null;
+    if (guard.attempt !== undefined && current.attempt !== guard.attempt) return null;
+
+    // An explicit `undefined` in a patch means "not given", as it would for an omitted column.
+    const changed: Record<string, unknown> = { ...current };
+    for (const key of Object.keys(patch)) {
+      const value = (patch as Record<string, unknown>)[key];
+      if (value !== undefined)
+        setOwnField(changed, key, JSON_FIELDS.has(key) ? (jsonCopy(value) ?? null) : clonePlain(value));
+    }
+    const next = changed as unknown as OperationRecord;
+    next.id = current.id;
+    next.schemaVersion = current.schemaVersion;
+    next.idempotencyKey = current.idempotencyKey;
+    next.fingerprint = current.fingerprint;
+    next.updatedAt = patch.updatedAt ?? event.at;
+    entry.record = next;
+    append(entry, event, current.lifecycle, next.lifecycle);
+    return next;
+  };
+
   return {
-    async reserve(op: NewOperation, event: NewEvent) {
+    async reserve(op: NewOperation, event: NewEvent, start?: ReserveStart) {
       open('reserve');
       requireString(op.id, 'op.id');
       requireString(op.idempotencyKey, 'op.idempotencyKey');
       requireTime(op.requestedAt, 'op.requestedAt');
       requireTime(event.at, 'event.at');
+      if (start) {
+        requireTime(start.event.at, 'start.event.at');
+        requireKnownLifecycle(start.patch);
+      }
 
       const existingId = idByKey.get(op.idempotencyKey);
       if (existingId !== undefined) {
@@ -87,9 +133,11 @@ export function memoryStore(): OperationStore {
       });
       const entry: Entry = { record, events: [] };
       append(entry, event, null, 'requested');
+      // The start is checked (identity fields) before anything is kept, so a refused one leaves no record.
+      if (start) apply(entry, ['requested'], start.patch, start.event, { attempt: 0 });
       byId.set(record.id, entry);
       idByKey.set(record.idempotencyKey, record.id);
-      return { record: copyRecord(record), created: true };
+      return { record: copyRecord(entry.record), created: true };
     },
 
     async transition(id, from, patch, event, guard = {}) {
@@ -98,35 +146,8 @@ export function memoryStore(): OperationStore {
       requireKnownLifecycle(patch);
       const entry = byId.get(id);
       if (!entry) return null;
-      const current = entry.record;
-      // The type forbids identity fields, but a spread record can still carry them at run time.
-      for (const field of IDENTITY_FIELDS) {
-        const value = (patch as Partial<OperationRecord>)[field];
-        if (value !== undefined && value !== current[field]) {
-          throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
-        }
-      }
-      // Settled is terminal: nothing may rewrite an honest final status.
-      if (current.lifecycle === 'settled' || !from.includes(current.lifecycle)) return null;
-      if (guard.leaseToken !== undefined && current.leaseToken !== guard.leaseToken) return null;
-      if (guard.attempt !== undefined && current.attempt !== guard.attempt) return null;
-
-      // An explicit `undefined` in a patch means "not given", as it would for an omitted column.
-      const changed: Record<string, unknown> = { ...current };
-      for (const key of Object.keys(patch)) {
-        const value = (patch as Record<string, unknown>)[key];
-        if (value !== undefined)
-          setOwnField(changed, key, JSON_FIELDS.has(key) ? (jsonCopy(value) ?? null) : clonePlain(value));
-      }
-      const next = changed as unknown as OperationRecord;
-      next.id = current.id;
-      next.schemaVersion = current.schemaVersion;
-      next.idempotencyKey = current.idempotencyKey;
-      next.fingerprint = current.fingerprint;
-      next.updatedAt = patch.updatedAt ?? event.at;
-      entry.record = next;
-      append(entry, event, current.lifecycle, next.lifecycle);
-      return copyRecord(next);
+      const next = apply(entry, from, patch, event, guard);
+      return next === null ? null : copyRecord(next);
     },
 
     async get(id) {

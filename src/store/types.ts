@@ -113,7 +113,6 @@ export type RecordPatch = Partial<
   Omit<OperationRecord, 'id' | 'schemaVersion' | 'idempotencyKey' | 'fingerprint' | 'requestedAt'>
 >;
 
-/** Extra compare-and-set conditions: the lease token held, and the attempt the writer saw. */
 /** What `claimDue` may take besides due-ness and leases. */
 export interface ClaimOptions {
   /**
@@ -123,15 +122,31 @@ export interface ClaimOptions {
   actions?: readonly string[];
 }
 
+/** Extra compare-and-set conditions: the lease token held, and the attempt the writer saw. */
 export interface TransitionGuard {
   leaseToken?: string;
   attempt?: number;
 }
 
+/** A transition a reserve may apply to the record it creates, as `transition(id, ['requested'], …)` would. */
+export interface ReserveStart {
+  patch: RecordPatch;
+  event: NewEvent;
+}
+
 /** The persistence seam: memory, SQLite and Postgres implement it and pass one conformance suite. */
 export interface OperationStore {
-  /** Creates the record, or returns the existing one with the same idempotency key (`created: false`). */
-  reserve(op: NewOperation, event: NewEvent): Promise<{ record: OperationRecord; created: boolean }>;
+  /**
+   * Creates the record, or returns the existing one with the same idempotency key (`created: false`). With
+   * `start`, a store may also apply that first transition (from `requested`, at attempt 0) to the record it
+   * creates, in the same atomic write: one commit instead of two. The record returned shows whether it did; a
+   * store that does not (or a record found, not created) leaves the caller to make the transition itself.
+   */
+  reserve(
+    op: NewOperation,
+    event: NewEvent,
+    start?: ReserveStart,
+  ): Promise<{ record: OperationRecord; created: boolean }>;
   /**
    * Applies `patch` only when the record's lifecycle is in `from` and every `guard` field matches;
    * resolves to the updated record, or null when the compare-and-set did not match.

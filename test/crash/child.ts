@@ -59,8 +59,11 @@ const actions = crashActions(target, {
 const opened = await sqliteStore({ path: config.storePath });
 const store: OperationStore = {
   ...opened,
-  async reserve(op, event) {
-    const result = await opened.reserve(op, event);
+  async reserve(op, event, start) {
+    // Half the operations are reserved and started in one write (the runner's usual path), half in two (as
+    // for an action with a baseline read), so the crash after reserve lands in either shape.
+    const oneWrite = [...op.idempotencyKey].reduce((sum, c) => sum + c.charCodeAt(0), 0) % 2 === 0;
+    const result = await opened.reserve(op, event, oneWrite ? start : undefined);
     if (fp.name === 'after_reserve' && fp.key === op.idempotencyKey) die('after_reserve', { key: fp.key });
     return result;
   },

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineAction } from '../../src/index.js';
 import type { SqliteLike, SqliteStatement } from '../../src/sqlite/driver.js';
 import { sqliteStore } from '../../src/sqlite/index.js';
 import type { OperationStore } from '../../src/store/types.js';
@@ -365,6 +367,92 @@ describe('sqliteStore group commit', () => {
     await store.close();
     expect((await pending).created).toBe(true);
     expect(db.prepare('SELECT COUNT(*) AS n FROM readback_operations').get()).toEqual({ n: 1 });
+    db.close();
+  });
+});
+
+describe('the runner on sqliteStore: how many commits an action costs', () => {
+  const rows = new Map<string, string>();
+  const read = async (i: { id: string; status: string }) =>
+    rows.has(i.id) ? { status: rows.get(i.id) } : null;
+  const setStatus = (withBaseline = false) =>
+    defineAction({
+      name: 'set_status',
+      description: 'Sets a row status',
+      input: z.object({ id: z.string(), status: z.string() }),
+      target: (i) => `row:${i.id}`,
+      postcondition: 'The row has the requested status.',
+      execute: async (i) => {
+        rows.set(i.id, i.status);
+        return { ok: true };
+      },
+      observe: read,
+      expect: (i) => ({ status: i.status }),
+      ...(withBaseline ? { before: read } : {}),
+    });
+  const lifecycleTrail = async (store: OperationStore, id: string) =>
+    (await store.events(id)).map((e) => `${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`);
+
+  it('two: the reserve that also moves the record to executing, then the settle', async () => {
+    const { db, store, state } = await open();
+    const runner = createRunner({ store });
+    const action = setStatus();
+    for (const id of ['a', 'b', 'c']) {
+      const before = state.commits;
+      const c = await runner.run(action, { id, status: 'done' }, { runId: 'r' });
+      expect(c.status).toBe('verified');
+      expect(state.commits - before).toBe(2);
+      expect(await lifecycleTrail(store, c.operationId)).toEqual([
+        'reserved:->requested@0',
+        'executing:requested>executing@1',
+        'settled:executing>settled@1',
+      ]);
+    }
+    await store.close();
+    db.close();
+  });
+
+  it('three when something runs between reserving and executing (a baseline read), or the store leaves the start to it', async () => {
+    const { db, store, state } = await open();
+    const withBaseline = setStatus(true);
+    let before = state.commits;
+    const c = await createRunner({ store }).run(withBaseline, { id: 'd', status: 'done' }, { runId: 'r' });
+    expect(c.status).toBe('verified');
+    expect(state.commits - before).toBe(3);
+
+    // A store (or a wrapper) that knows nothing of starts: the drive moves the record itself.
+    const plain: OperationStore = { ...store, reserve: (op, event) => store.reserve(op, event) };
+    before = state.commits;
+    const p = await createRunner({ store: plain }).run(
+      setStatus(),
+      { id: 'e', status: 'done' },
+      { runId: 'r' },
+    );
+    expect(p.status).toBe('verified');
+    expect(state.commits - before).toBe(3);
+    expect(await lifecycleTrail(store, p.operationId)).toEqual(await lifecycleTrail(store, c.operationId));
+    await store.close();
+    db.close();
+  });
+
+  it('an aborted call reserves nothing and starts nothing; a repeat with the same key then runs', async () => {
+    const { db, store, state } = await open();
+    const runner = createRunner({ store });
+    const action = setStatus();
+    const controller = new AbortController();
+    controller.abort();
+    const aborted = await runner.run(
+      action,
+      { id: 'f', status: 'done' },
+      { runId: 'r', signal: controller.signal },
+    );
+    expect(aborted).toMatchObject({ status: 'failed', errorCode: 'aborted', attempt: 0 });
+    expect(state.commits).toBe(0);
+    expect(rows.has('f')).toBe(false);
+    const ran = await runner.run(action, { id: 'f', status: 'done' }, { runId: 'r' });
+    expect(ran.status).toBe('verified');
+    expect(rows.get('f')).toBe('done');
+    await store.close();
     db.close();
   });
 });

@@ -103,4 +103,91 @@ export const reserveCases: CaseBody[] = [
       assert.equal((await store.events('op-1')).length, 1);
     },
   ],
+
+  [
+    'reserve with a start either applies it in the same write, as the transition would, or leaves it to the caller',
+    async (store) => {
+      const patch = {
+        lifecycle: 'executing' as const,
+        attempt: 1,
+        executedAt: T0 + 1,
+        nextPollAt: T0 + 60_000,
+      };
+      const started = (id: string) =>
+        ev('executing', T0 + 1, { from: 'requested', to: 'executing', attempt: 1, detail: { op: id } });
+      // The reference: the same operation under another id and key, its first move made as its own transition.
+      const { id: _id, idempotencyKey: _key, ...shape } = newOp(2);
+      await reserve(store, 1, shape);
+      const moved = await store.transition('op-1', ['requested'], patch, started('op-1'), { attempt: 0 });
+      assert.ok(moved);
+
+      const { record, created } = await store.reserve(newOp(2), ev('reserved'), {
+        patch,
+        event: started('op-2'),
+      });
+      assert.equal(created, true);
+      const same = (r: OperationRecord, n: number) => ({ ...r, id: `op-${n}`, idempotencyKey: `key-${n}` });
+      if (record.lifecycle === 'requested') {
+        // Not applied: the record is as a plain reserve makes it, and the caller's transition still applies.
+        assert.deepEqual(same(record, 1), same((await store.get('op-2'))!, 1));
+        assert.equal((await store.events('op-2')).length, 1);
+        const later = await store.transition('op-2', ['requested'], patch, started('op-2'), { attempt: 0 });
+        assert.deepEqual(same(later!, 1), moved);
+      } else {
+        assert.deepEqual(same(record, 1), moved);
+        assert.deepEqual(same((await store.get('op-2'))!, 1), moved);
+        const events = (await store.events('op-2')).map((e) => ({ ...e, operationId: 'op-1' }));
+        const reference = (await store.events('op-1')).map((e) =>
+          e.type === 'executing' ? { ...e, detail: { op: 'op-2' } } : e,
+        );
+        assert.deepEqual(events, reference);
+      }
+
+      // A repeat finds the record and applies nothing, start or not.
+      const settledAt = (await store.events('op-2')).length;
+      const again = await store.reserve(newOp('other', { idempotencyKey: 'key-2' }), ev('reserved', T0 + 9), {
+        patch: { ...patch, attempt: 5 },
+        event: started('op-other'),
+      });
+      assert.equal(again.created, false);
+      assert.equal(again.record.id, 'op-2');
+      assert.deepEqual(again.record, await store.get('op-2'));
+      assert.equal((await store.events('op-2')).length, settledAt);
+      assert.equal(await store.get('op-other'), null);
+    },
+  ],
+
+  [
+    'a start a store applies is checked like a transition: a refused one leaves no record',
+    async (store) => {
+      const probe = await store.reserve(newOp(1), ev('reserved'), {
+        patch: { lifecycle: 'executing', attempt: 1 },
+        event: ev('executing', T0, { from: 'requested', to: 'executing', attempt: 1 }),
+      });
+      // A store that leaves starts to its caller checks nothing of them.
+      if (probe.record.lifecycle === 'requested') return;
+      await rejectsWith(
+        () =>
+          store.reserve(newOp(2), ev('reserved'), {
+            patch: { lifecycle: 'nowhere' as never },
+            event: ev('executing', T0, { attempt: 1 }),
+          }),
+        'invalid_options',
+        'a start to an unknown lifecycle',
+      );
+      await rejectsWith(
+        () =>
+          store.reserve(newOp(3), ev('reserved'), {
+            patch: { lifecycle: 'executing', idempotencyKey: 'key-other' } as never,
+            event: ev('executing', T0, { attempt: 1 }),
+          }),
+        'store_conflict',
+        'a start that changes the idempotency key',
+      );
+      assert.equal(await store.get('op-2'), null);
+      assert.equal(await store.get('op-3'), null);
+      assert.equal(await store.getByKey('key-3'), null);
+      assert.deepEqual(await store.events('op-3'), []);
+    },
+  ],
 ];
