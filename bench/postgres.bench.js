@@ -84,21 +84,18 @@ async function runnerSystem(pool) {
 let completionTemplate;
 
 /**
- * The same three writes by hand: the reserve INSERT + 'reserved' event, the compare-and-set to executing
- * + event, the settle + event, each one statement (the store's own texts from dist/postgres/sql.js), with
- * values of the runner's shape (time-ordered ids from `newOperationId`, SHA-256 fingerprints, its completion and event detail),
- * and the target's write and read in between. No validation, records, JSON parsing or checks.
+ * The same two writes by hand: the reserve INSERT that creates the row already moved to executing, with its
+ * 'reserved' and 'executing' events (as the runner's reserve does when nothing runs between reserving and
+ * executing), then the settle + event, each one statement (the store's own texts from dist/postgres/sql.js), with
+ * values of the runner's shape (time-ordered ids from `newOperationId`, SHA-256 fingerprints, its completion and event
+ * detail, a fresh write id per write), and the target's write and read in between. No validation, records, JSON
+ * parsing or checks.
  */
 async function handSystem(pool) {
   const schema = freshSchema('hand');
   await (await postgresStore({ pool, schema })).close();
   const t = tablesIn(schema);
   const reserve = statementsFor(t).reserve;
-  const toExecuting = transitionSql(
-    t,
-    ['lifecycle', 'attempt', 'executed_at', 'in_flight_until', 'next_poll_at'],
-    { leaseToken: false, attempt: true },
-  );
   const toSettled = transitionSql(
     t,
     ['lifecycle', 'status', 'completion', 'next_poll_at', 'last_observed_at'],
@@ -110,15 +107,13 @@ async function handSystem(pool) {
   const rows = new Map();
   const named = preparingPool(pool);
   const detail = JSON.stringify({ raw: { ok: true }, errorCode: null });
-  // If the store tags each event with a write id (one more parameter than the event fields), pass a fresh
-  // UUID as the store does; this keeps the loop matching the store's statements as they evolve.
-  const arity = new Map([reserve, toExecuting, toSettled].map((text) => [text, placeholders(text)]));
+  // A statement that takes more or fewer parameters than given has changed shape: fail rather than measure it.
+  const arity = new Map([reserve, toSettled].map((text) => [text, placeholders(text)]));
   const run = (text, values) => {
-    const extra = arity.get(text) - values.length;
-    if (extra < 0 || extra > 1)
+    if (arity.get(text) !== values.length)
       throw new Error(`statement takes ${arity.get(text)} parameters, not ${values.length}`);
     // Named like the store's own statements (namedStatements defaults to true): the same statements.
-    return named.query(text, extra === 1 ? [...values, randomUUID()] : values);
+    return named.query(text, values);
   };
   const one = async (name) => {
     const id = newOperationId();
@@ -128,32 +123,23 @@ async function handSystem(pool) {
       .update(`set_status:${JSON.stringify(input)}`)
       .digest('hex');
     const key = `bench:set_status:${fingerprint.slice(0, 32)}`;
-    // recordParams order (sqlite/rows.ts): a new record in 'requested', due after the verify window.
+    // recordParams order (sqlite/rows.ts): a new record already moved to executing (attempt 1), due for a read-back
+    // if its run dies mid-execute.
     const record = [id, RECORD_SCHEMA_VERSION, 'set_status', `row:${name}`, '{}', fingerprint, key, 'bench'];
-    record.push(null, JSON.stringify(input), 0, 'requested', null, now, now, null, null, null, null);
-    record.push(now + 35_000, 0, null, null, null, null, null, null);
+    record.push(null, JSON.stringify(input), 1, 'executing', null, now, now, now, null, null, null);
+    record.push(now + 60_000, 0, null, null, null, null, null, null);
     const reserved = await run(reserve, [
       ...record,
-      RECORD_SCHEMA_VERSION,
-      now,
-      'reserved',
-      null,
-      null,
-      0,
-      null,
+      ...[RECORD_SCHEMA_VERSION, now, 'reserved', null, null, 0, null, randomUUID()],
+      ...[now, 'executing', null, null, 1, null],
     ]);
     if (reserved.rowCount !== 1) return false;
-    const executing = await run(toExecuting, [
-      ...[id, ['requested'], now, 'executing', 1, now, null, now + 60_000, 0],
-      ...[RECORD_SCHEMA_VERSION, now, 'executing', null, null, 1, null],
-    ]);
-    if (executing.rowCount !== 1) return false;
     rows.set(name, { id: name, status: 'done' });
     if ((await rows.get(name))?.status !== 'done') return false;
     const completion = JSON.stringify({ ...completionTemplate, operationId: id, idempotencyKey: key });
     const settled = await run(toSettled, [
       ...[id, ['executing'], now, 'settled', 'verified', completion, null, now],
-      ...[RECORD_SCHEMA_VERSION, now, 'settled', 'verified', null, 1, detail],
+      ...[RECORD_SCHEMA_VERSION, now, 'settled', 'verified', null, 1, detail, randomUUID()],
     ]);
     return settled.rowCount === 1;
   };

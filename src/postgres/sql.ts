@@ -118,7 +118,9 @@ export interface Statements {
    * Reserves: INSERT … ON CONFLICT (idempotency_key) DO NOTHING, which waits on a concurrent insert of the
    * same key and then does nothing, plus the seq-1 event in the same statement. Locks: the new row's
    * unique-index entry. $1..$27 record (recordParams order), then event $28 schema_version, $29 at,
-   * $30 type, $31 status, $32 actor, $33 attempt, $34 detail (JSON text or null), $35 write id.
+   * $30 type, $31 status, $32 actor, $33 attempt, $34 detail (JSON text or null), $35 write id. A reserve
+   * that also starts the operation (`ReserveStart`) binds the record as started and its seq-2 event in $36 at,
+   * $37 type, $38 status, $39 actor, $40 attempt, $41 detail; with $37 NULL there is no seq-2 event.
    */
   reserve: string;
   /**
@@ -168,9 +170,11 @@ export function statementsFor(t: Tables): Statements {
     selectById: `SELECT ${all} FROM ${t.operations} WHERE id = $1`,
     selectByKey: `SELECT ${all} FROM ${t.operations} WHERE idempotency_key = $1`,
     selectIdentity: `SELECT id, schema_version, idempotency_key, fingerprint, lifecycle FROM ${t.operations} WHERE id = $1`,
+    // One text for plain and started reserves, so group commit sends the reserves of one turn together.
     reserve: `WITH ins AS (
         INSERT INTO ${t.operations} (${OPERATION_COLUMNS.join(', ')}, event_seq)
-        VALUES (${OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}, 1)
+        VALUES (${OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')},
+          CASE WHEN $37::text IS NULL THEN 1 ELSE 2 END)
         ON CONFLICT (idempotency_key) DO NOTHING
         RETURNING ${all}
       ), ev AS (
@@ -178,6 +182,10 @@ export function statementsFor(t: Tables): Statements {
         SELECT id, 1, $28::int, $29::bigint, $30::text, NULL, 'requested', $31::text, $32::text, $33::int, $34::jsonb,
           $35::text
         FROM ins
+        UNION ALL
+        SELECT id, 2, $28::int, $36::bigint, $37::text, 'requested', lifecycle, $38::text, $39::text, $40::int,
+          $41::jsonb, NULL
+        FROM ins WHERE $37::text IS NOT NULL
       )
       SELECT * FROM ins`,
     selectEvents: `SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE operation_id = $1 ORDER BY seq`,
@@ -372,6 +380,16 @@ export function transitionBatchSql(
     SELECT ${OPERATION_COLUMNS.join(', ')} FROM upd`;
 }
 
+// The start event's parameters a reserve ends with (`Statements.reserve` $36..$41), as a batched one unpacks them.
+const START_FIELDS: [name: string, type: string][] = [
+  ['s_at', 'bigint'],
+  ['s_type', 'text'],
+  ['s_status', 'text'],
+  ['s_actor', 'text'],
+  ['s_attempt', 'integer'],
+  ['s_detail', 'jsonb'],
+];
+
 /** The SQL type of each operation column, for the values a batched reserve unpacks. */
 function operationColumnType(column: string): string {
   if (column === 'schema_version') return 'integer';
@@ -380,8 +398,8 @@ function operationColumnType(column: string): string {
 
 /**
  * Builds the batched form of the reserve: many new operations in one statement, each with its seq-1
- * event. Its one parameter, $1, is a JSON array holding each reserve's parameters (the single
- * statement's $1..$35, in order). Rows are inserted in idempotency-key order, so two batches never
+ * event (and its seq-2 event when it starts the operation). Its one parameter, $1, is a JSON array holding
+ * each reserve's parameters (the single statement's $1..$41, in order). Rows are inserted in idempotency-key order, so two batches never
  * deadlock on each other's keys; ON CONFLICT (idempotency_key) DO NOTHING skips a key already taken,
  * by another process or by an earlier row of the same batch, and only inserted rows get an event and
  * come back. Locks: the new rows' unique-index entries. An id taken under another key fails the whole
@@ -391,13 +409,15 @@ export function reserveBatchSql(t: Tables): string {
   const fields: [name: string, type: string][] = [
     ...OPERATION_COLUMNS.map((c): [string, string] => [c, operationColumnType(c)]),
     ...EVENT_FIELDS,
+    ...START_FIELDS,
   ];
   const unpack = fields.map(([name, type], i) => `(x->>${i})::${type} AS ${name}`);
   return `WITH v AS (
       SELECT ${unpack.join(', ')} FROM jsonb_array_elements($1::jsonb) AS x
     ), ins AS (
       INSERT INTO ${t.operations} (${OPERATION_COLUMNS.join(', ')}, event_seq)
-      SELECT ${OPERATION_COLUMNS.join(', ')}, 1 FROM v ORDER BY idempotency_key
+      SELECT ${OPERATION_COLUMNS.join(', ')}, CASE WHEN s_type IS NULL THEN 1 ELSE 2 END
+      FROM v ORDER BY idempotency_key
       ON CONFLICT (idempotency_key) DO NOTHING
       RETURNING ${selectList('')}
     ), ev AS (
@@ -405,6 +425,10 @@ export function reserveBatchSql(t: Tables): string {
       SELECT v.id, 1, v.e_schema_version, v.e_at, v.e_type, NULL, 'requested', v.e_status, v.e_actor,
         v.e_attempt, v.e_detail, v.e_write_id
       FROM ins JOIN v ON v.id = ins.id
+      UNION ALL
+      SELECT v.id, 2, v.e_schema_version, v.s_at, v.s_type, 'requested', ins.lifecycle, v.s_status, v.s_actor,
+        v.s_attempt, v.s_detail, NULL
+      FROM ins JOIN v ON v.id = ins.id WHERE v.s_type IS NOT NULL
     )
     SELECT * FROM ins`;
 }

@@ -6,6 +6,7 @@ import {
   eventFromRow,
   type JsonTexts,
   type OperationRow,
+  PATCH_COLUMNS,
   patchAssignments,
   recordFromRow,
   recordParams,
@@ -36,6 +37,7 @@ import {
   type OperationStore,
   RECORD_SCHEMA_VERSION,
   type RecordPatch,
+  type ReserveStart,
   type TransitionGuard,
 } from '../store/types.js';
 import { RESERVE_KEY, writeBatcher } from './batch.js';
@@ -354,9 +356,9 @@ export function createPostgresStore({
   };
 
   return {
-    // A `start` (OperationStore.reserve) is left to the caller's own transition: the reserve is one statement with
-    // its write id and its batch shape, and folding a transition into it would need another of each.
-    reserve(op: NewOperation, event: NewEvent) {
+    // With `start`, the row is inserted already moved and both events are appended by the same statement: a
+    // run's reserve and its move to executing cost one round trip and one commit.
+    reserve(op: NewOperation, event: NewEvent, start?: ReserveStart) {
       let values: unknown[];
       let record: OperationRecord;
       try {
@@ -367,6 +369,7 @@ export function createPostgresStore({
         requireEvent(event, true);
         requireStorableOperation(op, true);
         record = newRecord(op);
+        if (start) startRecord(record, start);
         // Takes over `record`: its JSON fields become what their texts hold, for the record returned.
         values = recordParams(record);
         for (const i of RESERVE_TIME_PARAMS) {
@@ -375,6 +378,7 @@ export function createPostgresStore({
         }
         pushEventValues(values, event);
         values.push(randomUUID());
+        pushStartValues(values, start?.event);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -384,7 +388,7 @@ export function createPostgresStore({
         text: sql.reserve,
         values,
         id: op.id,
-        writeId: values.at(-1) as string,
+        writeId: values[WRITE_ID_PARAM] as string,
         apply: ([inserted]) =>
           inserted !== undefined ? created(inserted) : reservedBefore(op.idempotencyKey),
         found: created,
@@ -404,6 +408,7 @@ export function createPostgresStore({
           ['op.scope', values[SCOPE_PARAM]],
           ['op.input', values[INPUT_PARAM]],
           ['event.detail', values[DETAIL_PARAM]],
+          ...startJson(start, values),
         ]);
         // ON CONFLICT names only the key, so a reused id under a new key still violates the primary key.
         if (isUniqueViolation(error, 'operations_pkey')) {
@@ -536,6 +541,54 @@ function wholeMs(ms: number): number {
 const SCOPE_PARAM = 4;
 const INPUT_PARAM = 9;
 const DETAIL_PARAM = 33;
+const WRITE_ID_PARAM = 34;
+const START_DETAIL_PARAM = 40;
+
+/**
+ * Applies a reserve's `start` to the record it creates, as a transition from `requested` would: the same checks
+ * (a known lifecycle, no null where a column needs a value, text the server can store, identity fields
+ * unchanged), the given fields set, `updatedAt` from the patch or the event. Throws before anything is sent.
+ */
+function startRecord(record: OperationRecord, { patch, event }: ReserveStart): void {
+  requireEvent(event, true);
+  requireKnownLifecycle(patch);
+  for (const field of IDENTITY_FIELDS) {
+    const value = (patch as Partial<OperationRecord>)[field];
+    if (value !== undefined && value !== record[field]) {
+      throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
+    }
+  }
+  // Validates as a transition's patch does; JSON fields are encoded later, with the record's own.
+  patchAssignments(patch, 'updatedAt', true);
+  const fields = record as unknown as Record<string, unknown>;
+  for (const field of Object.keys(patch)) {
+    const value = (patch as Record<string, unknown>)[field];
+    if (value !== undefined && Object.hasOwn(PATCH_COLUMNS, field)) fields[field] = value;
+  }
+  record.updatedAt = patch.updatedAt ?? event.at;
+}
+
+/** Appends the start event's parameters ($36..$41), or nulls for a reserve that starts nothing. */
+function pushStartValues(params: unknown[], event: NewEvent | undefined): void {
+  if (event === undefined) {
+    params.push(null, null, null, null, null, null);
+    return;
+  }
+  const detail = event.detail === undefined ? null : (JSON.stringify(event.detail) ?? null);
+  params.push(
+    wholeMs(event.at),
+    event.type,
+    event.status ?? null,
+    event.actor ?? null,
+    event.attempt,
+    detail,
+  );
+}
+
+/** The start event's JSON text, named for an error, when the reserve has one. */
+function startJson(start: ReserveStart | undefined, values: unknown[]): [string, unknown][] {
+  return start === undefined ? [] : [['start.event.detail', values[START_DETAIL_PARAM]]];
+}
 
 // A JSON string escape jsonb refuses: \u0000, or a surrogate JSON.stringify escaped because it is unpaired.
 // The escape counts only when the backslashes before it are an even number (not themselves escaped).

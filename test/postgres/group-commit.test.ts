@@ -3,7 +3,7 @@
 // and repeated operations, stale lease tokens mixed into a batch, a row that fails, lost connections.
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { PgQueryable, PgResult } from '../../src/postgres/driver.js';
+import type { PgResult } from '../../src/postgres/driver.js';
 import { postgresStore } from '../../src/postgres/index.js';
 import { reconnectPolicy } from '../../src/postgres/retry.js';
 import { migrate } from '../../src/postgres/schema.js';
@@ -11,37 +11,9 @@ import { tablesIn } from '../../src/postgres/sql.js';
 import { createPostgresStore } from '../../src/postgres/store.js';
 import type { OperationRecord, OperationStore } from '../../src/store/types.js';
 import { ALL, ev, newOp, T0 } from '../../src/testing/conformance/support.js';
-import { PG_URL, pgSuite } from './support.js';
+import { BATCHED, PG_URL, pgSuite, recordingPool, type Sent } from './support.js';
 
 const { available, tempSchema, tempPool } = await pgSuite();
-
-const BATCHED = 'jsonb_array_elements';
-
-/** The statements a store sent: each text, and for a batched transition how many transitions it carried. */
-interface Sent {
-  text: string;
-  batch?: number;
-}
-
-/** A pool that records every statement; `hook` may replace what the server is asked. */
-function recordingPool(
-  real: pg.Pool,
-  hook?: (text: string, values: unknown[] | undefined) => Promise<PgResult> | undefined,
-) {
-  const sent: Sent[] = [];
-  const db: PgQueryable & { totalCount: number } = {
-    totalCount: 0, // a number marks it as a pool, as pg.Pool does
-    query(config: unknown, values?: unknown[]) {
-      const { text, values: v } =
-        typeof config === 'string'
-          ? { text: config, values }
-          : (config as { text: string; values: unknown[] });
-      sent.push(text.includes(BATCHED) ? { text, batch: JSON.parse(v![0] as string).length } : { text });
-      return hook?.(text, v) ?? (real.query(config as string, values) as Promise<PgResult>);
-    },
-  };
-  return { db, sent };
-}
 
 async function openStore(options: { groupCommit?: boolean; max?: number } = {}) {
   const schema = tempSchema();

@@ -133,6 +133,27 @@ describe.skipIf(!available)('postgres store: retries after connection errors', (
     await store.close();
   });
 
+  it('a reserve that starts its operation, its reply lost after COMMIT, reports it created and moved, once', async () => {
+    const { store } = await faultyStore(
+      nth('INSERT INTO', 1, async (run) => {
+        await run();
+        throw lost();
+      }),
+    );
+    const start = {
+      patch: { lifecycle: 'executing' as const, attempt: 1 },
+      event: ev('executing', T0 + 1, { attempt: 1 }),
+    };
+    const { record, created } = await store.reserve(newOp(1), ev('reserved'), start);
+    expect(created).toBe(true);
+    expect(record).toMatchObject({ id: 'op-1', lifecycle: 'executing', attempt: 1 });
+    expect((await store.events('op-1')).map((e) => [e.seq, e.type])).toEqual([
+      [1, 'reserved'],
+      [2, 'executing'],
+    ]);
+    await store.close();
+  });
+
   it('a reserve whose reply is lost after COMMIT still reports created', async () => {
     const { store } = await faultyStore(
       nth('INSERT INTO', 1, async (run) => {

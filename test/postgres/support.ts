@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll } from 'vitest';
+import type { PgQueryable, PgResult } from '../../src/postgres/driver.js';
 
 /** Where the Postgres tests connect; point them elsewhere with READBACK_PG_URL. */
 export const PG_URL = process.env.READBACK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -86,4 +87,33 @@ export async function pgSuite(): Promise<PgSuite> {
       return pool;
     },
   };
+}
+
+/** What only the batched statements of group commit contain. */
+export const BATCHED = 'jsonb_array_elements';
+
+/** The statements a store sent: each text, and for a batched transition how many transitions it carried. */
+export interface Sent {
+  text: string;
+  batch?: number;
+}
+
+/** A pool that records every statement; `hook` may replace what the server is asked. */
+export function recordingPool(
+  real: pg.Pool,
+  hook?: (text: string, values: unknown[] | undefined) => Promise<PgResult> | undefined,
+) {
+  const sent: Sent[] = [];
+  const db: PgQueryable & { totalCount: number } = {
+    totalCount: 0, // a number marks it as a pool, as pg.Pool does
+    query(config: unknown, values?: unknown[]) {
+      const { text, values: v } =
+        typeof config === 'string'
+          ? { text: config, values }
+          : (config as { text: string; values: unknown[] });
+      sent.push(text.includes(BATCHED) ? { text, batch: JSON.parse(v![0] as string).length } : { text });
+      return hook?.(text, v) ?? (real.query(config as string, values) as Promise<PgResult>);
+    },
+  };
+  return { db, sent };
 }

@@ -1,0 +1,134 @@
+// A reserve that also starts its operation on Postgres: the row is inserted already moved and both events are
+// appended by the one statement, alone or batched with plain reserves, so a committed action costs two writes.
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineAction } from '../../src/contract/define.js';
+import { postgresStore } from '../../src/postgres/index.js';
+import { createRunner } from '../../src/runner/runner.js';
+import type { OperationStore, ReserveStart } from '../../src/store/types.js';
+import { ev, newOp, T0 } from '../../src/testing/conformance/support.js';
+import { pgSuite, recordingPool, type Sent } from './support.js';
+
+const { available, tempSchema, tempPool } = await pgSuite();
+
+async function openStore(groupCommit: boolean) {
+  const { db, sent } = recordingPool(tempPool(4));
+  const store = await postgresStore({ pool: db, schema: tempSchema(), groupCommit });
+  sent.length = 0;
+  return { store, sent };
+}
+
+/** The statements that wrote (reserves and transitions), in the order they were sent. */
+const writes = (sent: Sent[]) => sent.filter((s) => /^\s*(WITH|INSERT|UPDATE)/.test(s.text));
+
+const trail = async (store: OperationStore, id: string) =>
+  (await store.events(id)).map((e) => `${e.seq}:${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`);
+
+const start = (attempt = 1, detail?: Record<string, unknown>): ReserveStart => ({
+  patch: { lifecycle: 'executing', attempt, executedAt: T0 + 1, nextPollAt: T0 + 60_000, updatedAt: T0 + 1 },
+  event: ev('executing', T0 + 1, { from: 'requested', to: 'executing', attempt, detail }),
+});
+
+describe.skipIf(!available)('postgres reserve with a start', () => {
+  const rows = new Map<string, string>();
+  const read = async (i: { id: string; status: string }) =>
+    rows.has(i.id) ? { status: rows.get(i.id) } : null;
+  const setStatus = (withBaseline = false) =>
+    defineAction({
+      name: withBaseline ? 'set_status_from_baseline' : 'set_status',
+      description: 'Sets a row status',
+      input: z.object({ id: z.string(), status: z.string() }),
+      target: (i) => `row:${i.id}`,
+      postcondition: 'The row has the requested status.',
+      execute: async (i) => {
+        rows.set(i.id, i.status);
+        return { ok: true };
+      },
+      observe: read,
+      expect: (i) => ({ status: i.status }),
+      ...(withBaseline ? { before: read } : {}),
+    });
+
+  for (const groupCommit of [false, true]) {
+    it(`a committed action costs two writes, the reserve that starts it and the settle (groupCommit: ${groupCommit})`, async () => {
+      const { store, sent } = await openStore(groupCommit);
+      const runner = createRunner({ store });
+      const c = await runner.run(setStatus(), { id: `a${groupCommit}`, status: 'done' }, { runId: 'r' });
+      expect(c.status).toBe('verified');
+      expect(rows.get(`a${groupCommit}`)).toBe('done');
+      expect(writes(sent)).toHaveLength(2);
+      expect(await trail(store, c.operationId)).toEqual([
+        '1:reserved:->requested@0',
+        '2:executing:requested>executing@1',
+        '3:settled:executing>settled@1',
+      ]);
+
+      // A baseline read runs between reserving and executing: the drive moves the record itself, as before.
+      sent.length = 0;
+      const b = await runner.run(setStatus(true), { id: `b${groupCommit}`, status: 'done' }, { runId: 'r' });
+      expect(b.status).toBe('verified');
+      expect(writes(sent)).toHaveLength(3);
+      expect((await trail(store, b.operationId)).map((e) => e.replace(/^\d+:/, ''))).toEqual(
+        (await trail(store, c.operationId)).map((e) => e.replace(/^\d+:/, '')),
+      );
+      await store.close();
+    });
+  }
+
+  it('plain and started reserves of one turn go as one statement, each with its own events and seq', async () => {
+    const { store, sent } = await openStore(true);
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        store.reserve(newOp(`m${i}`), ev('reserved'), i % 2 === 0 ? start(1, { n: i }) : undefined),
+      ),
+    );
+    expect(sent.map((s) => s.batch)).toEqual([6]);
+    results.forEach(({ record, created }, i) => {
+      expect(created).toBe(true);
+      if (i % 2 === 0) {
+        expect(record).toMatchObject({ lifecycle: 'executing', attempt: 1, executedAt: T0 + 1 });
+        expect(record.updatedAt).toBe(T0 + 1);
+      } else {
+        expect(record).toMatchObject({ lifecycle: 'requested', attempt: 0, executedAt: null });
+      }
+    });
+    expect((await store.events('op-m2')).at(-1)?.detail).toEqual({ n: 2 });
+    // The next write of each lands at the seq after its last event: the row's event counter matches its log.
+    await Promise.all(
+      results.map(({ record }) =>
+        store.transition(record.id, [record.lifecycle], { reads: 1 }, ev('observed', T0 + 2)),
+      ),
+    );
+    expect(await trail(store, 'op-m0')).toEqual([
+      '1:reserved:->requested@0',
+      '2:executing:requested>executing@1',
+      '3:observed:executing>executing@0',
+    ]);
+    expect(await trail(store, 'op-m1')).toEqual([
+      '1:reserved:->requested@0',
+      '2:observed:requested>requested@0',
+    ]);
+    await store.close();
+  });
+
+  it('a start jsonb cannot hold is refused naming its field, and nothing is written', async () => {
+    for (const groupCommit of [false, true]) {
+      const { store } = await openStore(groupCommit);
+      const [refused, plain] = await Promise.allSettled([
+        store.reserve(newOp('nul'), ev('reserved'), start(1, { text: 'a\u0000b' })),
+        store.reserve(newOp('fine'), ev('reserved'), start()),
+      ]);
+      expect(refused.status).toBe('rejected');
+      expect((refused as PromiseRejectedResult).reason).toMatchObject({
+        code: 'unstorable_value',
+        field: 'start.event.detail',
+      });
+      expect(await store.get('op-nul')).toBeNull();
+      expect(await store.events('op-nul')).toEqual([]);
+      // In a batch, only the refused reserve fails; the other is made.
+      expect(plain.status).toBe('fulfilled');
+      expect(await trail(store, 'op-fine')).toHaveLength(2);
+      await store.close();
+    }
+  });
+});
