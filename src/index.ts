@@ -28,5 +28,10 @@ export type { CallFacts, TraceOptions } from './runner/tracer.js';
 export type { StandardSchemaV1 } from './schema.js';
 export { memoryStore } from './store/memory.js';
 export type * from './store/types.js';
-export { OPEN_LIFECYCLES, RECORD_SCHEMA_VERSION } from './store/types.js';
+export {
+  DEFAULT_PRUNE_LIMIT,
+  MAX_PRUNE_LIMIT,
+  OPEN_LIFECYCLES,
+  RECORD_SCHEMA_VERSION,
+} from './store/types.js';
 export * from './trace/index.js';

@@ -146,6 +146,12 @@ export interface Statements {
    * Locks the one row. $1 id, $2 token, $3 lease ms, $4 lease clock (or NULL for the server's clock).
    */
   renewLease: string;
+  /**
+   * Retention: deletes up to $2 settled operations last changed before $1, with their events, in one statement.
+   * Rows another session holds are skipped (SKIP LOCKED), so two pruners never wait on each other. Locks: the
+   * deleted rows until commit. Returns one row: how many went.
+   */
+  prune: string;
 }
 
 /**
@@ -207,6 +213,17 @@ export function statementsFor(t: Tables): Statements {
         LIMIT $2::int
         FOR NO KEY UPDATE SKIP LOCKED`,
     ),
+    prune: `WITH doomed AS (
+        SELECT id FROM ${t.operations}
+        WHERE lifecycle = 'settled' AND updated_at < $1::bigint
+        LIMIT $2::int
+        FOR UPDATE SKIP LOCKED
+      ), gone AS (
+        DELETE FROM ${t.operations} o USING doomed WHERE o.id = doomed.id RETURNING o.id
+      ), ev AS (
+        DELETE FROM ${t.events} e USING gone WHERE e.operation_id = gone.id
+      )
+      SELECT count(*)::int AS deleted FROM gone`,
     renewLease: `UPDATE ${t.operations}
       SET lease_expires_at = GREATEST(lease_expires_at, COALESCE($4::bigint, ${DB_NOW_MS}) + $3::float8)
       WHERE id = $1 AND lease_token = $2::text AND lifecycle <> 'settled'

@@ -15,6 +15,7 @@ import {
   actionsToWalk,
   IDENTITY_FIELDS,
   newRecord,
+  pruneLimit,
   requireClaimArgs,
   requireEvent,
   requireKnownLifecycle,
@@ -516,6 +517,16 @@ export function createPostgresStore({
         leaseClock === 'caller' ? wholeMs(now) : null,
       ]);
       return row === undefined ? null : row.lease_expires_at;
+    },
+
+    async prune(options) {
+      open('prune');
+      const limit = pruneLimit(options);
+      // Times are whole milliseconds here: a stored time is before x exactly when it is before ceil(x).
+      // Retried after a lost connection like a read: a retry is another prune of what is left (the count then
+      // misses rows a lost first try deleted, which nobody needs exactly).
+      const [row] = await rows<{ deleted: number }>(sql.prune, [Math.ceil(options.settledBefore), limit]);
+      return row?.deleted ?? 0;
     },
 
     async close() {

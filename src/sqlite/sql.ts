@@ -228,3 +228,17 @@ export const RENEW_LEASE = `UPDATE readback_operations
 function placeholders(count: number): string {
   return Array(count).fill('?').join(', ');
 }
+
+/**
+ * Settled operations last changed before ?1, at most ?2 (retention). It walks the settled part of
+ * readback_operations_due, whose rows all have no next poll, so in rowid order: the oldest inserted first.
+ */
+export const SELECT_PRUNABLE = `SELECT id FROM readback_operations
+  WHERE lifecycle = 'settled' AND updated_at < ? LIMIT ?`;
+
+/** Deletes one operation's event log (by the primary key's prefix). */
+export const DELETE_EVENTS = 'DELETE FROM readback_events WHERE operation_id = ?';
+
+/** Deletes one operation, only while it is still settled and last changed before ?2. */
+export const DELETE_SETTLED = `DELETE FROM readback_operations
+  WHERE id = ? AND lifecycle = 'settled' AND updated_at < ?`;

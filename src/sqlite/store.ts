@@ -4,6 +4,7 @@ import {
   actionsToWalk,
   IDENTITY_FIELDS,
   newRecord,
+  pruneLimit,
   requireClaimArgs,
   requireEvent,
   requireKnownLifecycle,
@@ -41,6 +42,8 @@ import {
   BEGIN,
   CLAIM_ONE,
   COMMIT,
+  DELETE_EVENTS,
+  DELETE_SETTLED,
   INSERT_EVENT,
   INSERT_OPERATION,
   listSql,
@@ -55,6 +58,7 @@ import {
   SELECT_EVENTS,
   SELECT_IDENTITY,
   SELECT_LIFECYCLE,
+  SELECT_PRUNABLE,
   selectDueByActionParams,
   selectDueByActionSql,
   selectDueParams,
@@ -532,6 +536,25 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           | { lease_expires_at: number }
           | undefined;
         return row === undefined ? null : Number(row.lease_expires_at);
+      });
+    },
+
+    async prune(options) {
+      open('prune');
+      const limit = pruneLimit(options);
+      const before = options.settledBefore;
+      // Found by a read outside the write lock (a scan of many settled rows must not hold up writers), then
+      // deleted under it; settled is final, and each DELETE checks again anyway.
+      const found = stmt(SELECT_PRUNABLE).all(before, limit) as { id: string }[];
+      if (found.length === 0) return 0;
+      return write(() => {
+        let deleted = 0;
+        for (const { id } of found) {
+          if (Number(stmt(DELETE_SETTLED).run(id, before).changes) === 0) continue;
+          stmt(DELETE_EVENTS).run(id);
+          deleted++;
+        }
+        return deleted;
       });
     },
 

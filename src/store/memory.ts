@@ -5,6 +5,7 @@ import { jsonCopy, setOwnField } from './json-copy.js';
 import {
   IDENTITY_FIELDS,
   newRecord,
+  pruneLimit,
   requireClaimArgs,
   requireKnownLifecycle,
   requirePositiveInt,
@@ -245,6 +246,21 @@ export function memoryStore(): OperationStore {
       const leaseExpiresAt = Math.max(r.leaseExpiresAt ?? now + leaseMs, now + leaseMs);
       entry.record = { ...r, leaseExpiresAt };
       return leaseExpiresAt;
+    },
+
+    async prune(options) {
+      open('prune');
+      const limit = pruneLimit(options);
+      let deleted = 0;
+      // Map order is insertion order: the oldest operations are looked at first, as the durable stores do.
+      for (const [id, { record }] of byId) {
+        if (deleted === limit) break;
+        if (record.lifecycle !== 'settled' || !(record.updatedAt < options.settledBefore)) continue;
+        byId.delete(id);
+        idByKey.delete(record.idempotencyKey);
+        deleted++;
+      }
+      return deleted;
     },
 
     async close() {

@@ -1,12 +1,15 @@
 import { ReadbackError } from '../errors.js';
 import {
   type ClaimOptions,
+  DEFAULT_PRUNE_LIMIT,
   type Lifecycle,
   type ListFilter,
+  MAX_PRUNE_LIMIT,
   type NewEvent,
   type NewOperation,
   OPEN_LIFECYCLES,
   type OperationRecord,
+  type PruneOptions,
   RECORD_SCHEMA_VERSION,
   type RecordPatch,
 } from './types.js';
@@ -193,6 +196,20 @@ export function requireRenewArgs(id: string, leaseToken: string, leaseMs: number
     throw new ReadbackError('invalid_options', 'must be a positive number of milliseconds', 'leaseMs');
   }
   requireTime(now, 'now');
+}
+
+/** Checks `prune`'s options; resolves the limit (the default when absent), for every store alike. */
+export function pruneLimit(options: PruneOptions): number {
+  if (typeof options !== 'object' || options === null) {
+    throw new ReadbackError('invalid_options', 'must be an object with settledBefore', 'options');
+  }
+  requireTime(options.settledBefore, 'options.settledBefore');
+  const limit = options.limit ?? DEFAULT_PRUNE_LIMIT;
+  requirePositiveInt(limit, 'options.limit');
+  if (limit > MAX_PRUNE_LIMIT) {
+    throw new ReadbackError('invalid_options', `must be at most ${MAX_PRUNE_LIMIT}`, 'options.limit');
+  }
+  return limit;
 }
 
 /**

@@ -181,5 +181,27 @@ export interface OperationStore {
    * stores still type-check; the conformance suite requires it, and without it nothing is renewed.
    */
   renewLease?(id: string, leaseToken: string, leaseMs: number, now: number): Promise<number | null>;
+  /**
+   * Retention: deletes settled operations last changed before `settledBefore`, with their events, at most
+   * `limit` per call (one short write), and resolves to how many it deleted. Open operations and those
+   * awaiting a reviewer are never deleted, however old. A deleted operation's idempotency key is free again: a
+   * repeat of its call after that runs as a new operation. Optional so that wrappers and older stores still
+   * type-check; the conformance suite requires it.
+   */
+  prune?(options: PruneOptions): Promise<number>;
   close(): Promise<void>;
 }
+
+/** What one `prune` call deletes. */
+export interface PruneOptions {
+  /** Epoch ms: settled operations whose `updatedAt` is before this are deleted. */
+  settledBefore: number;
+  /** At most this many operations per call, 1 to `MAX_PRUNE_LIMIT`; default `DEFAULT_PRUNE_LIMIT`. */
+  limit?: number;
+}
+
+/** How many operations one `prune` call deletes unless told otherwise. */
+export const DEFAULT_PRUNE_LIMIT = 1_000;
+
+/** The most one `prune` call may delete: each call is one write that holds the write lock while it runs. */
+export const MAX_PRUNE_LIMIT = 10_000;

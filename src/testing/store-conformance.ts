@@ -4,6 +4,7 @@ import { claimsCases } from './conformance/claims.js';
 import { isolationCases } from './conformance/isolation.js';
 import { listingCases } from './conformance/listing.js';
 import { reserveCases } from './conformance/reserve.js';
+import { retentionCases } from './conformance/retention.js';
 import { type CaseBody, ev, move, reserve, T0 } from './conformance/support.js';
 import { transitionCases } from './conformance/transition.js';
 import { valueCases } from './conformance/values.js';
@@ -41,6 +42,7 @@ export function storeConformance(
     ...renewCases,
     ...isolationCases,
     ...valueCases,
+    ...retentionCases,
   ].map(test);
 }
 

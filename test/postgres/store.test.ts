@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadPgPool } from '../../src/postgres/driver.js';
 import { POSTGRES_SCHEMA_VERSION, postgresStore } from '../../src/postgres/index.js';
 import { MIGRATIONS } from '../../src/postgres/schema.js';
-import { ev, newOp } from '../../src/testing/conformance/support.js';
+import { ev, newOp, T0 } from '../../src/testing/conformance/support.js';
 import { PG_URL, pgSuite } from './support.js';
 
 describe('loading pg', () => {
@@ -50,7 +50,7 @@ describe('loading pg', () => {
   });
 });
 
-const { available, tempSchema, schemas } = await pgSuite();
+const { available, tempSchema, tempPool, schemas } = await pgSuite();
 
 describe.skipIf(!available)('postgresStore misuse', () => {
   it('reserve and transition reject rather than throw synchronously, with ReadbackError instances', async () => {
@@ -112,6 +112,36 @@ describe.skipIf(!available)('postgresStore across processes', () => {
       await poolA.end();
       await poolB.end();
     }
+  });
+
+  it('prune skips rows another session holds instead of waiting, and a later prune deletes them', async () => {
+    const schema = tempSchema();
+    const pool = tempPool(4);
+    const store = await postgresStore({ pool, schema });
+    for (const n of [1, 2, 3]) {
+      await store.reserve(newOp(n), ev('reserved'));
+      await store.transition(
+        `op-${n}`,
+        ['requested'],
+        { lifecycle: 'settled', status: 'verified' },
+        ev('s', T0 + 1),
+      );
+    }
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT id FROM "${schema}".operations WHERE id = 'op-2' FOR UPDATE`);
+      // With the row lock held elsewhere, a prune that waited would hang here until the test timed out.
+      expect(await store.prune!({ settledBefore: T0 + 2 })).toBe(2);
+      expect((await store.list()).map((r) => r.id)).toEqual(['op-2']);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    expect(await store.prune!({ settledBefore: T0 + 2 })).toBe(1);
+    expect(await store.list()).toEqual([]);
+    expect(await store.events('op-2')).toEqual([]);
+    await store.close();
   });
 
   it('many stores migrating one fresh schema at once all succeed, applying each step once', async () => {
