@@ -3,7 +3,13 @@ import { ReadbackError } from '../errors.js';
 import { decisionTextProblem } from '../runner/approval.js';
 import { resolveByOperator } from '../runner/operator.js';
 import { isShadowRecord } from '../runner/shadow.js';
-import type { OperationEvent, OperationRecord, OperationStore } from '../store/types.js';
+import {
+  DEFAULT_PRUNE_LIMIT,
+  MAX_PRUNE_LIMIT,
+  type OperationEvent,
+  type OperationRecord,
+  type OperationStore,
+} from '../store/types.js';
 import { type CliIO, type Command, type ParsedArgs, UsageError } from './args.js';
 import {
   CommandError,
@@ -15,6 +21,7 @@ import {
   shortTime,
   stringFlag,
 } from './format.js';
+import { pruneArgs, pruneOps } from './prune.js';
 import { DEFAULT_STORE, openStore, redact } from './store.js';
 import { type Column, renderTable } from './table.js';
 
@@ -338,15 +345,21 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   list: { flags: ['store', 'status', 'action', 'limit', 'shadow', 'json'], takesId: false, run: list },
   show: { flags: ['store', 'json'], takesId: true, run: show },
   resolve: { flags: ['store', 'status', 'note', 'by', 'json'], takesId: true, run: resolveOp },
+  prune: { flags: ['store', 'older-than', 'limit', 'json'], takesId: false, run: pruneOps },
 };
 
-/** `readback ops list|show|resolve`: inspect the operations in a store and settle stuck ones by hand. */
+/** `readback ops list|show|resolve|prune`: inspect a store's operations, settle stuck ones, delete old ones. */
 export const opsCommand: Command = {
-  summary: 'list, inspect and resolve durable operations in a store',
+  summary: 'list, inspect, resolve and prune durable operations in a store',
   usage: [
     'readback ops list [--store S] [--status S] [--action A] [--limit N] [--shadow] [--json]',
     '       readback ops show <id> [--store S] [--json]',
     '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S] [--json]',
+    '       readback ops prune --older-than <duration> [--limit N] [--store S] [--json]',
+    '',
+    'prune deletes settled operations last changed longer ago than --older-than, with their events, in batches',
+    'of --limit until none is left; open operations and those awaiting approval are kept, however old. A pruned',
+    "operation's idempotency key is free again: a repeat of its call runs as a new operation.",
   ].join('\n'),
   flags: {
     store: {
@@ -358,7 +371,15 @@ export const opsCommand: Command = {
       description: `list: only this status (${STATUSES.join(', ')}); resolve: verified or failed`,
     },
     action: { type: 'string', description: 'list: only operations of this action' },
-    limit: { type: 'string', description: 'list: at most this many operations, most recently updated first' },
+    limit: {
+      type: 'string',
+      description: `list: at most this many operations, most recently updated first; prune: operations deleted per batch (default ${DEFAULT_PRUNE_LIMIT}, at most ${MAX_PRUNE_LIMIT})`,
+    },
+    'older-than': {
+      type: 'string',
+      description:
+        'prune: delete settled operations last changed longer ago than this (required): 30d, 12h, 90m, 45s, 500ms, 2w',
+    },
     shadow: {
       type: 'boolean',
       description: "list: only shadow-mode operations whose tool's claim disagreed with the verified status",
@@ -370,11 +391,13 @@ export const opsCommand: Command = {
   positionals: { max: 2 },
   async run({ flags, positionals }, io) {
     const [name, id] = positionals;
-    if (name === undefined) throw new UsageError("'readback ops' needs a subcommand: list, show or resolve");
+    if (name === undefined) {
+      throw new UsageError("'readback ops' needs a subcommand: list, show, resolve or prune");
+    }
     const sub = Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined;
     if (!sub)
       throw new UsageError(
-        `unknown subcommand '${name}' for 'readback ops' (expected list, show or resolve)`,
+        `unknown subcommand '${name}' for 'readback ops' (expected list, show, resolve or prune)`,
       );
     for (const flag of Object.keys(flags)) {
       if (flag !== 'help' && !sub.flags.includes(flag)) {
@@ -391,6 +414,7 @@ export const opsCommand: Command = {
       intFlag(flags, 'limit');
     }
     if (name === 'resolve') resolveArgs(flags);
+    if (name === 'prune') pruneArgs(flags, Date.now());
     const spec = stringFlag(flags, 'store') ?? DEFAULT_STORE;
     const store = await openStore(spec);
     try {

@@ -305,7 +305,7 @@ describe('readback ops: bad input', () => {
   it('rejects a missing or unknown subcommand', async () => {
     const missing = await runCli(['ops']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("'readback ops' needs a subcommand: list, show or resolve");
+    expect(missing.stderr).toContain("'readback ops' needs a subcommand: list, show, resolve or prune");
     const unknown = await runCli(['ops', 'frob', '--store', db]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown subcommand 'frob' for 'readback ops'");
