@@ -1,12 +1,11 @@
 // A reserve that also starts its operation on Postgres: the row is inserted already moved and both events are
 // appended by the one statement, alone or batched with plain reserves, so a committed action costs two writes.
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineAction } from '../../src/contract/define.js';
 import { postgresStore } from '../../src/postgres/index.js';
 import { createRunner } from '../../src/runner/runner.js';
 import type { OperationStore, ReserveStart } from '../../src/store/types.js';
 import { ev, newOp, T0 } from '../../src/testing/conformance/support.js';
+import { setStatusAction } from '../fixtures/set-status.js';
 import { pgSuite, recordingPool, type Sent } from './support.js';
 
 const { available, tempSchema, tempPool } = await pgSuite();
@@ -31,23 +30,8 @@ const start = (attempt = 1, detail?: Record<string, unknown>): ReserveStart => (
 
 describe.skipIf(!available)('postgres reserve with a start', () => {
   const rows = new Map<string, string>();
-  const read = async (i: { id: string; status: string }) =>
-    rows.has(i.id) ? { status: rows.get(i.id) } : null;
   const setStatus = (withBaseline = false) =>
-    defineAction({
-      name: withBaseline ? 'set_status_from_baseline' : 'set_status',
-      description: 'Sets a row status',
-      input: z.object({ id: z.string(), status: z.string() }),
-      target: (i) => `row:${i.id}`,
-      postcondition: 'The row has the requested status.',
-      execute: async (i) => {
-        rows.set(i.id, i.status);
-        return { ok: true };
-      },
-      observe: read,
-      expect: (i) => ({ status: i.status }),
-      ...(withBaseline ? { before: read } : {}),
-    });
+    setStatusAction(rows, { withBaseline, name: withBaseline ? 'set_status_from_baseline' : 'set_status' });
 
   for (const groupCommit of [false, true]) {
     it(`a committed action costs two writes, the reserve that starts it and the settle (groupCommit: ${groupCommit})`, async () => {

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createRunner, defineAction } from '../../src/index.js';
+import { createRunner } from '../../src/index.js';
 import type { SqliteLike, SqliteStatement } from '../../src/sqlite/driver.js';
 import { sqliteStore } from '../../src/sqlite/index.js';
 import type { OperationStore } from '../../src/store/types.js';
+import { setStatusAction } from '../fixtures/set-status.js';
 import { ev, type Handle, newOp, openHandle, T0, tempDir } from '../fixtures/sqlite/support.js';
 
 const tmp = tempDir('group-commit');
@@ -373,23 +373,7 @@ describe('sqliteStore group commit', () => {
 
 describe('the runner on sqliteStore: how many commits an action costs', () => {
   const rows = new Map<string, string>();
-  const read = async (i: { id: string; status: string }) =>
-    rows.has(i.id) ? { status: rows.get(i.id) } : null;
-  const setStatus = (withBaseline = false) =>
-    defineAction({
-      name: 'set_status',
-      description: 'Sets a row status',
-      input: z.object({ id: z.string(), status: z.string() }),
-      target: (i) => `row:${i.id}`,
-      postcondition: 'The row has the requested status.',
-      execute: async (i) => {
-        rows.set(i.id, i.status);
-        return { ok: true };
-      },
-      observe: read,
-      expect: (i) => ({ status: i.status }),
-      ...(withBaseline ? { before: read } : {}),
-    });
+  const setStatus = (withBaseline = false) => setStatusAction(rows, { withBaseline });
   const lifecycleTrail = async (store: OperationStore, id: string) =>
     (await store.events(id)).map((e) => `${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`);
 

@@ -2,9 +2,9 @@
 // takes an operation that is still open nor leaves an event behind without its operation.
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createRunner, defineAction } from '../../src/index.js';
+import { createRunner } from '../../src/index.js';
 import { sqliteStore } from '../../src/sqlite/index.js';
+import { setStatusAction } from '../fixtures/set-status.js';
 import { openHandle, tempDir } from '../fixtures/sqlite/support.js';
 
 const tmp = tempDir('prune');
@@ -16,21 +16,8 @@ describe('sqliteStore prune beside live writers', () => {
     const writer = await sqliteStore({ path });
     const pruner = await sqliteStore({ path });
     const rows = new Map<string, string>();
-    const action = defineAction({
-      name: 'set_status',
-      description: 'Sets a row status',
-      input: z.object({ id: z.string(), status: z.string() }),
-      target: (i) => `row:${i.id}`,
-      postcondition: 'The row has the requested status.',
-      execute: async (i) => {
-        rows.set(i.id, i.status);
-        // A turn of the event loop inside the effect, so the pruner's writes land between this run's.
-        await new Promise((resolve) => setImmediate(resolve));
-        return { ok: true };
-      },
-      observe: async (i) => (rows.has(i.id) ? { status: rows.get(i.id) } : null),
-      expect: (i) => ({ status: i.status }),
-    });
+    // A turn of the event loop inside each effect, so the pruner's writes land between a run's own.
+    const action = setStatusAction(rows, { yieldInExecute: true });
     const runner = createRunner({ store: writer });
 
     let running = true;
