@@ -230,11 +230,11 @@ function placeholders(count: number): string {
 }
 
 /**
- * Settled operations last changed before ?1, at most ?2 (retention). It walks the settled part of
+ * Settled operations requested and last changed before ? (given twice), at most ? (retention). It walks the settled part of
  * readback_operations_due, whose rows all have no next poll, so in rowid order: the oldest inserted first.
  */
 export const SELECT_PRUNABLE = `SELECT id FROM readback_operations
-  WHERE lifecycle = 'settled' AND updated_at < ? LIMIT ?`;
+  WHERE lifecycle = 'settled' AND requested_at < ? AND updated_at < ? LIMIT ?`;
 
 /** Deletes one operation's event log (by the primary key's prefix). */
 export const DELETE_EVENTS = 'DELETE FROM readback_events WHERE operation_id = ?';

@@ -545,7 +545,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       const before = options.settledBefore;
       // Found by a read outside the write lock (a scan of many settled rows must not hold up writers), then
       // deleted under it; settled is final, and each DELETE checks again anyway.
-      const found = stmt(SELECT_PRUNABLE).all(before, limit) as { id: string }[];
+      const found = stmt(SELECT_PRUNABLE).all(before, before, limit) as { id: string }[];
       if (found.length === 0) return 0;
       return write(() => {
         let deleted = 0;

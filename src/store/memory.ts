@@ -255,7 +255,9 @@ export function memoryStore(): OperationStore {
       // Map order is insertion order: the oldest operations are looked at first, as the durable stores do.
       for (const [id, { record }] of byId) {
         if (deleted === limit) break;
-        if (record.lifecycle !== 'settled' || !(record.updatedAt < options.settledBefore)) continue;
+        const before = options.settledBefore;
+        if (record.lifecycle !== 'settled' || !(record.updatedAt < before && record.requestedAt < before))
+          continue;
         byId.delete(id);
         idByKey.delete(record.idempotencyKey);
         deleted++;

@@ -182,7 +182,9 @@ export interface OperationStore {
    */
   renewLease?(id: string, leaseToken: string, leaseMs: number, now: number): Promise<number | null>;
   /**
-   * Retention: deletes settled operations last changed before `settledBefore`, with their events, at most
+   * Retention: deletes settled operations requested and last changed before `settledBefore` (the request time
+   * only matters for a record whose clocks disagreed: one host's settle stamped earlier than another's request),
+   * with their events, at most
    * `limit` per call (one short write), and resolves to how many it deleted. Open operations and those
    * awaiting a reviewer are never deleted, however old. A deleted operation's idempotency key is free again: a
    * repeat of its call after that runs as a new operation. Optional so that wrappers and older stores still
@@ -194,7 +196,7 @@ export interface OperationStore {
 
 /** What one `prune` call deletes. */
 export interface PruneOptions {
-  /** Epoch ms: settled operations whose `updatedAt` is before this are deleted. */
+  /** Epoch ms: settled operations whose `updatedAt` and `requestedAt` are before this are deleted. */
   settledBefore: number;
   /** At most this many operations per call, 1 to `MAX_PRUNE_LIMIT`; default `DEFAULT_PRUNE_LIMIT`. */
   limit?: number;

@@ -21,7 +21,7 @@ async function rejectsWith(call: () => Promise<unknown>, field: string) {
 /** Retention: settled operations older than a cutoff go with their events; nothing open ever does. */
 export const retentionCases: CaseBody[] = [
   [
-    'prune deletes settled operations last changed before the cutoff, with their events, and nothing open',
+    'prune deletes settled operations requested and last changed before the cutoff, with their events, and nothing open',
     async (store) => {
       const prune = pruneOf(store);
       for (const n of [1, 2, 3, 4, 5, 6]) await reserve(store, n);
@@ -32,9 +32,12 @@ export const retentionCases: CaseBody[] = [
       // Open, however old: work a reconciler still owes, or a reviewer's decision still awaited.
       await move(store, 'op-4', 'accepted', T0 + 1, { status: 'pending' });
       await move(store, 'op-5', 'awaiting_approval', T0 + 1, { status: 'pending' });
+      // Settled by a host whose clock ran behind the one that requested it: not requested before the cutoff.
+      await reserve(store, 7, { requestedAt: T0 + 60 });
+      await move(store, 'op-7', 'settled', T0 + 30, { status: 'verified' });
 
       assert.equal(await prune({ settledBefore: T0 + 50 }), 2);
-      assert.deepEqual(await ids(store), ['op-3', 'op-4', 'op-5', 'op-6']);
+      assert.deepEqual(await ids(store), ['op-3', 'op-4', 'op-5', 'op-6', 'op-7']);
       for (const id of ['op-1', 'op-2']) {
         assert.equal(await store.get(id), null, `${id} is deleted`);
         assert.deepEqual(await store.events(id), [], `${id}'s events are deleted`);
@@ -44,7 +47,7 @@ export const retentionCases: CaseBody[] = [
       assert.equal((await store.events('op-4')).length, 2);
       // Nothing left to delete: a second call changes nothing.
       assert.equal(await prune({ settledBefore: T0 + 50 }), 0);
-      assert.deepEqual(await ids(store), ['op-3', 'op-4', 'op-5', 'op-6']);
+      assert.deepEqual(await ids(store), ['op-3', 'op-4', 'op-5', 'op-6', 'op-7']);
     },
   ],
 
