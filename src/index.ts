@@ -27,6 +27,7 @@ export type { ShadowResult } from './runner/shadow.js';
 export type { CallFacts, TraceOptions } from './runner/tracer.js';
 export type { StandardSchemaV1 } from './schema.js';
 export { memoryStore } from './store/memory.js';
+export { type PruneSweep, type PruneSweepOptions, pruneSettled } from './store/prune.js';
 export type * from './store/types.js';
 export {
   DEFAULT_PRUNE_LIMIT,

@@ -1,3 +1,4 @@
+import { pruneSettled } from '../store/prune.js';
 import { DEFAULT_PRUNE_LIMIT, MAX_PRUNE_LIMIT, type OperationStore } from '../store/types.js';
 import { type CliIO, type ParsedArgs, UsageError } from './args.js';
 import { CommandError, isoTime, stringFlag } from './format.js';
@@ -72,23 +73,18 @@ export async function pruneOps(
     );
   }
   let pruned = 0;
-  // Many short writes rather than one long one: each batch holds the store's write lock only briefly, so
-  // runs and reconcilers writing to the same store are not stalled behind a retention sweep.
-  for (;;) {
-    let deleted: number;
-    try {
-      deleted = await store.prune({ settledBefore, limit });
-    } catch (error) {
-      if (pruned === 0) throw error;
-      // Earlier batches are committed: say so, so the operator knows the store changed and a rerun continues.
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new Error(`${reason} (after pruning ${pruned}; run the command again to prune the rest)`);
-    }
-    if (!Number.isSafeInteger(deleted) || deleted < 0 || deleted > limit) {
-      throw new Error(`prune returned ${String(deleted)}, not a count from 0 to ${limit}`);
-    }
-    pruned += deleted;
-    if (deleted < limit) break;
+  // Many short writes with pauses between them rather than one long one (see pruneSettled): runs and
+  // reconcilers writing to the same store are not stalled behind a retention sweep.
+  try {
+    const onBatch = (_: number, total: number) => {
+      pruned = total;
+    };
+    await pruneSettled(store, { settledBefore, limit, onBatch });
+  } catch (error) {
+    if (pruned === 0) throw error;
+    // Earlier batches are committed: say so, so the operator knows the store changed and a rerun continues.
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`${reason} (after pruning ${pruned}; run the command again to prune the rest)`);
   }
   if (flags.json) {
     const report = { pruned, settledBefore: isoTime(settledBefore), settledBeforeMs: settledBefore };
