@@ -184,11 +184,10 @@ export interface OperationStore {
   /**
    * Retention: deletes settled operations requested and last changed before `settledBefore` (the request time
    * only matters for a record whose clocks disagreed: one host's settle stamped earlier than another's request),
-   * with their events, at most
-   * `limit` per call (one short write), and resolves to how many it deleted. Open operations and those
-   * awaiting a reviewer are never deleted, however old. A deleted operation's idempotency key is free again: a
-   * repeat of its call after that runs as a new operation. Optional so that wrappers and older stores still
-   * type-check; the conformance suite requires it.
+   * with their events, at most `limit` per call (one short write), and resolves to how many it deleted. Open
+   * operations and those awaiting a reviewer are never deleted, however old. A deleted operation's idempotency
+   * key is free again: a repeat of its call after that runs as a new operation. `pruneSettled` sweeps them all.
+   * Optional so that wrappers and older stores still type-check; the conformance suite requires it.
    */
   prune?(options: PruneOptions): Promise<number>;
   close(): Promise<void>;
