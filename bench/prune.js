@@ -8,11 +8,11 @@
 import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { createRunner, defineAction, pruneSettled } from '../dist/index.js';
+import { createRunner, pruneSettled } from '../dist/index.js';
 import { postgresStore } from '../dist/postgres/index.js';
 import { sqliteStore } from '../dist/sqlite/index.js';
 import { PG_URL } from './postgres-shared.js';
-import { dispose, freshPath } from './sqlite-shared.js';
+import { dispose, freshPath, makeAction } from './sqlite-shared.js';
 
 const ROWS = Number(process.env.BENCH_PRUNE_ROWS ?? 600_000);
 const BATCH = 1_000;
@@ -139,21 +139,7 @@ async function measure(label, target) {
   const runner = createRunner({ store });
   // A tool that answers after a turn of the event loop, as one doing I/O would: with a Map answering in microtasks,
   // sequential runs never let a timer fire, and the paced sweep's pauses would never end inside a window.
-  const rows = new Map();
-  const action = defineAction({
-    name: 'set_status',
-    description: 'Sets a row status',
-    input: { '~standard': { version: 1, vendor: 'bench', validate: (value) => ({ value }) } },
-    target: (input) => `row:${input.id}`,
-    postcondition: 'The row has the requested status.',
-    execute: async (input) => {
-      await new Promise((resolve) => setImmediate(resolve));
-      rows.set(input.id, { status: input.status });
-      return { ok: true };
-    },
-    observe: async (input) => rows.get(input.id) ?? null,
-    expect: (input) => ({ status: input.status }),
-  });
+  const action = makeAction({ yieldInExecute: true });
   let seq = 0;
   const runFor = async (ms) => {
     const until = performance.now() + ms;

@@ -16,8 +16,9 @@ export const DIR = mkdtempSync(join(ROOT, 'readback-bench-'));
 let files = 0;
 export const freshPath = () => join(DIR, `b-${++files}.db`);
 
-// The target system: a Map with no I/O, so the store's writes are all that cost anything.
-export function makeAction() {
+// The target system: a Map with no I/O, so the store's writes are all that cost anything. With `yieldInExecute`,
+// execute answers after a turn of the event loop, as a tool doing I/O would.
+export function makeAction({ yieldInExecute = false } = {}) {
   const rows = new Map();
   return defineAction({
     name: 'set_status',
@@ -32,6 +33,7 @@ export function makeAction() {
     target: (input) => `row:${input.id}`,
     postcondition: 'The row has the requested status.',
     execute: async (input) => {
+      if (yieldInExecute) await new Promise((resolve) => setImmediate(resolve));
       rows.set(input.id, { id: input.id, status: input.status });
       return { ok: true };
     },
