@@ -357,9 +357,10 @@ export const opsCommand: Command = {
     '       readback ops resolve <id> --status verified|failed --note "..." --by NAME [--store S] [--json]',
     '       readback ops prune --older-than <duration> [--limit N] [--store S] [--json]',
     '',
-    'prune deletes settled operations last changed longer ago than --older-than, with their events, in batches',
-    'of --limit until none is left; open operations and those awaiting approval are kept, however old. A pruned',
-    "operation's idempotency key is free again: a repeat of its call runs as a new operation.",
+    'prune deletes settled operations requested and last changed longer ago than --older-than, with their events,',
+    'in batches of --limit (pausing between them, so runs and reconcilers keep the store) until none is left; open',
+    "operations and those awaiting approval are kept, however old. A pruned operation's idempotency key is free",
+    'again: a repeat of its call runs as a new operation.',
   ].join('\n'),
   flags: {
     store: {
