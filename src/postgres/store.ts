@@ -25,6 +25,7 @@ import {
   requireStorableText,
   requireString,
   requireTime,
+  requireUnchangedIdentity,
   storableText,
   unmatchableFilter,
 } from '../store/records.js';
@@ -563,12 +564,7 @@ const START_DETAIL_PARAM = 40;
 function startRecord(record: OperationRecord, { patch, event }: ReserveStart): void {
   requireEvent(event, true);
   requireKnownLifecycle(patch);
-  for (const field of IDENTITY_FIELDS) {
-    const value = (patch as Partial<OperationRecord>)[field];
-    if (value !== undefined && value !== record[field]) {
-      throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
-    }
-  }
+  requireUnchangedIdentity(patch, record);
   // Validates as a transition's patch does; JSON fields are encoded later, with the record's own.
   patchAssignments(patch, 'updatedAt', true);
   const fields = record as unknown as Record<string, unknown>;

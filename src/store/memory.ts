@@ -3,7 +3,6 @@ import { clonePlain } from '../canonical.js';
 import { ReadbackError } from '../errors.js';
 import { jsonCopy, setOwnField } from './json-copy.js';
 import {
-  IDENTITY_FIELDS,
   newRecord,
   pruneLimit,
   requireClaimArgs,
@@ -12,6 +11,7 @@ import {
   requireRenewArgs,
   requireString,
   requireTime,
+  requireUnchangedIdentity,
 } from './records.js';
 import {
   type Claim,
@@ -73,13 +73,7 @@ export function memoryStore(): OperationStore {
     guard: TransitionGuard,
   ): OperationRecord | null => {
     const current = entry.record;
-    // The type forbids identity fields, but a spread record can still carry them at run time.
-    for (const field of IDENTITY_FIELDS) {
-      const value = (patch as Partial<OperationRecord>)[field];
-      if (value !== undefined && value !== current[field]) {
-        throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
-      }
-    }
+    requireUnchangedIdentity(patch, current);
     // Settled is terminal: nothing may rewrite an honest final status.
     if (current.lifecycle === 'settled' || !from.includes(current.lifecycle)) return null;
     if (guard.leaseToken !== undefined && current.leaseToken !== guard.leaseToken) return null;

@@ -1,6 +1,6 @@
 import { ReadbackError } from '../errors.js';
 import { pruneLimit } from './records.js';
-import { DEFAULT_PRUNE_LIMIT, type OperationStore, type PruneOptions } from './types.js';
+import type { OperationStore, PruneOptions } from './types.js';
 
 /** Options for `pruneSettled`: one cutoff and batch size for the whole sweep, and how to follow or stop it. */
 export interface PruneSweepOptions extends PruneOptions {
@@ -36,10 +36,7 @@ export async function pruneSettled(store: OperationStore, options: PruneSweepOpt
     );
   }
   const limit = pruneLimit(options);
-  const batch: PruneOptions = {
-    settledBefore: options.settledBefore,
-    limit: options.limit ?? DEFAULT_PRUNE_LIMIT,
-  };
+  const batch: PruneOptions = { settledBefore: options.settledBefore, limit };
   let deleted = 0;
   for (;;) {
     if (options.signal?.aborted) return { deleted, aborted: true };

@@ -198,6 +198,16 @@ export function requireRenewArgs(id: string, leaseToken: string, leaseMs: number
   requireTime(now, 'now');
 }
 
+/** Refuses a patch that would change an identity field of `record` (the type forbids them; a spread record can carry them). */
+export function requireUnchangedIdentity(patch: RecordPatch, record: OperationRecord): void {
+  for (const field of IDENTITY_FIELDS) {
+    const value = (patch as Partial<OperationRecord>)[field];
+    if (value !== undefined && value !== record[field]) {
+      throw new ReadbackError('store_conflict', `a transition cannot change ${field}`, `patch.${field}`);
+    }
+  }
+}
+
 /** Checks `prune`'s options; resolves the limit (the default when absent), for every store alike. */
 export function pruneLimit(options: PruneOptions): number {
   if (typeof options !== 'object' || options === null) {
