@@ -94,13 +94,9 @@ export async function runnerSteps(durability, groupCommit) {
 }
 
 const OP_COLUMNS = 27;
-// The runner's two UPDATEs for a committed action, as `updateOperationSql` builds them: the move to
-// executing (from requested, under the attempt guard) and the settle. `checkSameStatements` proves at
-// start that these, with INSERT_OPERATION and INSERT_EVENT, are exactly the writes the store issues.
-export const TO_EXECUTING = updateOperationSql(
-  ['lifecycle', 'attempt', 'executed_at', 'in_flight_until', 'next_poll_at'],
-  1,
-);
+// The runner's one UPDATE for a committed action, the settle, as `updateOperationSql` builds it (the reserve
+// inserts the row already moved to executing). `checkSameStatements` proves at start that it, with
+// INSERT_OPERATION and INSERT_EVENT, is exactly the writes the store issues.
 export const TO_SETTLED = updateOperationSql(
   ['lifecycle', 'status', 'completion', 'next_poll_at', 'last_observed_at'],
   1,
@@ -121,8 +117,8 @@ export const COMPLETION = await runnerCompletionText();
 const SETTLE_DETAIL = '{"raw":{"ok":true},"errorCode":null}';
 
 /**
- * The same record writes with better-sqlite3 by hand: the reserve INSERT + event and the executing UPDATE
- * + event in one BEGIN IMMEDIATE … COMMIT, then the settle UPDATE + event in another, as the runner's
+ * The same record writes with better-sqlite3 by hand: the reserve INSERT of the row already moved to executing
+ * and its two events (reserved, executing) in one BEGIN IMMEDIATE … COMMIT, then the settle UPDATE + event in another, as the runner's
  * sequential path commits them, with the target's write and read between them. Same schema and pragmas
  * (the store creates the file), same statement texts, and values of the same shape and size as the
  * runner's (time-ordered ids from `newOperationId`, SHA-256 fingerprints, the text of a real completion), so
@@ -140,8 +136,7 @@ export async function handSteps(durability) {
   const commit = db.prepare(COMMIT);
   const insertOp = db.prepare(INSERT_OPERATION);
   const insertEvent = db.prepare(INSERT_EVENT);
-  // Their RETURNING rows come back as arrays, as the store reads them (better-sqlite3's raw mode).
-  const toExecuting = db.prepare(TO_EXECUTING).raw(true);
+  // Its RETURNING row comes back as an array, as the store reads them (better-sqlite3's raw mode).
   const toSettled = db.prepare(TO_SETTLED).raw(true);
   const rows = new Map();
   const tx = (body) => {
@@ -170,22 +165,19 @@ export async function handSteps(durability) {
       'bench',
       null,
       input,
-      0,
-      'requested',
+      1,
+      'executing',
     );
-    params[13] = now;
-    params[14] = now;
-    params[19] = now + 35_000;
-    params[20] = 0;
+    params[13] = now; // requested_at
+    params[14] = now; // updated_at
+    params[15] = now; // executed_at
+    params[19] = now + 60_000; // next_poll_at
+    params[20] = 0; // reads
     if (params.length !== OP_COLUMNS) throw new Error('bad params');
     insertOp.run(params);
     insertEvent.run(id, id, 1, now, 'reserved', null, 'requested', null, null, 0, null);
-    return { id, now, i };
-  };
-  const executing = ({ id, now }) => {
-    // lifecycle, attempt, executed_at, in_flight_until, next_poll_at, updated_at; id, from; guards.
-    toExecuting.get('executing', 1, now, null, now + 60_000, now, id, 'requested', 0, null, 1, 0);
     insertEvent.run(id, id, 1, now, 'executing', 'requested', 'executing', null, null, 1, null);
+    return { id, now, i };
   };
   const effect = async ({ i }) => {
     await Promise.resolve(rows.set(`r${i}`, { status: 'done' }));
@@ -202,7 +194,6 @@ export async function handSteps(durability) {
       let action;
       tx(() => {
         action = reserve(i);
-        executing(action);
       });
       await effect(action);
       tx(() => settled(action));
@@ -211,7 +202,6 @@ export async function handSteps(durability) {
       let actions;
       tx(() => {
         actions = seqs.map(reserve);
-        actions.forEach(executing);
       });
       await Promise.all(actions.map(effect));
       tx(() => actions.forEach(settled));

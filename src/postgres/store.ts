@@ -1,12 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
+  applyStart,
   boundJson,
   type EventRow,
   eventFromRow,
   type JsonTexts,
   type OperationRow,
-  PATCH_COLUMNS,
   patchAssignments,
   recordFromRow,
   recordParams,
@@ -25,7 +25,6 @@ import {
   requireStorableText,
   requireString,
   requireTime,
-  requireUnchangedIdentity,
   storableText,
   unmatchableFilter,
 } from '../store/records.js';
@@ -371,7 +370,7 @@ export function createPostgresStore({
         requireEvent(event, true);
         requireStorableOperation(op, true);
         record = newRecord(op);
-        if (start) startRecord(record, start);
+        if (start) applyStart(record, start, true);
         // Takes over `record`: its JSON fields become what their texts hold, for the record returned.
         values = recordParams(record);
         for (const i of RESERVE_TIME_PARAMS) {
@@ -555,25 +554,6 @@ const INPUT_PARAM = 9;
 const DETAIL_PARAM = 33;
 const WRITE_ID_PARAM = 34;
 const START_DETAIL_PARAM = 40;
-
-/**
- * Applies a reserve's `start` to the record it creates, as a transition from `requested` would: the same checks
- * (a known lifecycle, no null where a column needs a value, text the server can store, identity fields
- * unchanged), the given fields set, `updatedAt` from the patch or the event. Throws before anything is sent.
- */
-function startRecord(record: OperationRecord, { patch, event }: ReserveStart): void {
-  requireEvent(event, true);
-  requireKnownLifecycle(patch);
-  requireUnchangedIdentity(patch, record);
-  // Validates as a transition's patch does; JSON fields are encoded later, with the record's own.
-  patchAssignments(patch, 'updatedAt', true);
-  const fields = record as unknown as Record<string, unknown>;
-  for (const field of Object.keys(patch)) {
-    const value = (patch as Record<string, unknown>)[field];
-    if (value !== undefined && Object.hasOwn(PATCH_COLUMNS, field)) fields[field] = value;
-  }
-  record.updatedAt = patch.updatedAt ?? event.at;
-}
 
 /** Appends the start event's parameters ($36..$41), or nulls for a reserve that starts nothing. */
 function pushStartValues(params: unknown[], event: NewEvent | undefined): void {

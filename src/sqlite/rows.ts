@@ -1,8 +1,20 @@
 import type { Completion, Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { jsonColumn } from '../store/json-copy.js';
-import { requireStorableText } from '../store/records.js';
-import type { Lifecycle, NewEvent, OperationEvent, OperationRecord, RecordPatch } from '../store/types.js';
+import {
+  requireEvent,
+  requireKnownLifecycle,
+  requireStorableText,
+  requireUnchangedIdentity,
+} from '../store/records.js';
+import type {
+  Lifecycle,
+  NewEvent,
+  OperationEvent,
+  OperationRecord,
+  RecordPatch,
+  ReserveStart,
+} from '../store/types.js';
 import type { SqliteValue } from './driver.js';
 import { OPERATION_COLUMN_NAMES } from './sql.js';
 
@@ -285,6 +297,26 @@ export function patchAssignments(
     }
   }
   return { columns, values, json };
+}
+
+/**
+ * Applies a reserve's `start` to the record it creates, as a transition from `requested` would: the same checks
+ * (a known lifecycle, no null where a column needs a value, storable text, identity fields unchanged; `nul` as
+ * in `patchAssignments`), the given fields set, `updatedAt` from the patch or the event. Throws before anything
+ * is written, so a refused start leaves no record.
+ */
+export function applyStart(record: OperationRecord, { patch, event }: ReserveStart, nul = false): void {
+  requireEvent(event, nul);
+  requireKnownLifecycle(patch);
+  requireUnchangedIdentity(patch, record);
+  // Validates as a transition's patch does; JSON fields are encoded later, with the record's own.
+  patchAssignments(patch, 'updatedAt', nul);
+  const fields = record as unknown as Record<string, unknown>;
+  for (const field of Object.keys(patch)) {
+    const value = (patch as Record<string, unknown>)[field];
+    if (value !== undefined && Object.hasOwn(PATCH_COLUMNS, field)) fields[field] = value;
+  }
+  record.updatedAt = patch.updatedAt ?? event.at;
 }
 
 /** Builds the event a row stores; `detail` is present only when the writer gave one, as in the memory store. */

@@ -29,6 +29,7 @@ import {
 } from '../store/types.js';
 import { prepareArrays, type SqliteLike, type SqliteStatement, type SqliteValue } from './driver.js';
 import {
+  applyStart,
   boundJson,
   type EventRow,
   eventFromRow,
@@ -304,9 +305,12 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     requireTime(op.requestedAt, 'op.requestedAt');
     requireEvent(event);
     requireStorableOperation(op);
-    // The first transition rides in the reserve's transaction: the record is created already moved, one commit.
-    const started =
-      start && prepareTransition(op.id, ['requested'], start.patch, start.event, { attempt: 0 });
+    // The first transition rides in the reserve's INSERT: the row is created already moved (both events
+    // appended), one statement and one commit. Checked here, so a refused start writes nothing.
+    const record = newRecord(op);
+    if (start) applyStart(record, start);
+    // Takes over `record`: its JSON fields become what their texts hold, so it is the record returned.
+    const params = recordParams(record);
 
     // Records are never deleted, so a key found without the lock is final: a repeated request
     // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
@@ -322,8 +326,6 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     return write(() => {
       // The key is checked by the INSERT itself, under the write lock (another connection may have
       // reserved it since the snapshot read above): no change means it is taken, and it is final.
-      const record = newRecord(op);
-      const params = recordParams(record);
       let changes: number | bigint;
       try {
         changes = stmt(INSERT_OPERATION).run(...params).changes;
@@ -351,12 +353,10 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
         return { record: recordFromValues(existing), created: false };
       }
       appendEvent(record, event, null, 'requested');
-      // A start that cannot apply (it always can, to a record just created) leaves the record as reserved.
-      const moved = started?.();
-      if (moved) return { record: moved, created: true };
+      if (start) appendEvent(record, start.event, 'requested', record.lifecycle);
       // Answer with what the row holds, the record the values were bound from rather than a read back
       // (materializing a 27-column row costs more than the INSERT): `recordParams` made its JSON fields what
-      // their texts hold, never the caller's own objects.
+      // their texts hold, never the caller's own objects. A write run again (see `flush`) binds the same.
       return { record, created: true };
     }, solo);
   };

@@ -1,0 +1,153 @@
+// A reserve that also starts its operation on SQLite: the row is inserted already moved and both events are
+// appended in the same transaction, with no UPDATE, so a committed action costs two commits and five writes.
+import { describe, expect, it } from 'vitest';
+import { createRunner } from '../../src/index.js';
+import type { SqliteLike, SqliteStatement } from '../../src/sqlite/driver.js';
+import { sqliteStore } from '../../src/sqlite/index.js';
+import type { OperationStore, ReserveStart } from '../../src/store/types.js';
+import { setStatusAction } from '../fixtures/set-status.js';
+import { ev, type Handle, newOp, openHandle, T0 } from '../fixtures/sqlite/support.js';
+
+/** A handle that logs every write statement the store runs (INSERT, UPDATE, BEGIN, COMMIT), by its first word. */
+function recording(db: Handle) {
+  const log: string[] = [];
+  const handle: SqliteLike = {
+    prepare(sql: string): SqliteStatement {
+      const statement = db.prepare(sql);
+      const word = sql.trim().split(/\s+/, 3).join(' ');
+      if (!/^(INSERT|UPDATE|BEGIN|COMMIT)/.test(word)) return statement;
+      const note =
+        <M extends 'run' | 'get' | 'all'>(method: M) =>
+        (...params: unknown[]) => {
+          log.push(word.startsWith('INSERT') ? word : word.split(' ')[0]!);
+          return (statement[method] as (...p: unknown[]) => unknown)(...params);
+        };
+      const raw = statement.raw ? { raw: (toggle?: boolean) => statement.raw!(toggle) } : {};
+      return { run: note('run'), get: note('get'), all: note('all'), ...raw } as SqliteStatement;
+    },
+    exec: (sql: string) => db.exec(sql),
+    close: () => db.close(),
+    get inTransaction() {
+      return db.inTransaction;
+    },
+  };
+  return { handle, log };
+}
+
+const trail = async (store: OperationStore, id: string) =>
+  (await store.events(id)).map((e) => `${e.seq}:${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`);
+
+const start = (attempt = 1, detail?: Record<string, unknown>): ReserveStart => ({
+  patch: { lifecycle: 'executing', attempt, executedAt: T0 + 1, nextPollAt: T0 + 60_000, updatedAt: T0 + 1 },
+  event: ev('executing', T0 + 1, { from: 'requested', to: 'executing', attempt, detail }),
+});
+
+const OP = 'INSERT INTO readback_operations';
+const EVENT = 'INSERT INTO readback_events';
+
+describe('sqlite reserve with a start', () => {
+  const rows = new Map<string, string>();
+
+  for (const groupCommit of [false, true]) {
+    it(`a committed action: the reserve inserts the started row, then the settle updates it (groupCommit: ${groupCommit})`, async () => {
+      const { handle, log } = recording(await openHandle());
+      const store = await sqliteStore({ database: handle }, { groupCommit });
+      const runner = createRunner({ store });
+      log.length = 0;
+      const c = await runner.run(
+        setStatusAction(rows),
+        { id: `a${groupCommit}`, status: 'done' },
+        { runId: 'r' },
+      );
+      expect(c.status).toBe('verified');
+      expect(rows.get(`a${groupCommit}`)).toBe('done');
+      expect(log).toEqual(['BEGIN', OP, EVENT, EVENT, 'COMMIT', 'BEGIN', 'UPDATE', EVENT, 'COMMIT']);
+      expect(await trail(store, c.operationId)).toEqual([
+        '1:reserved:->requested@0',
+        '2:executing:requested>executing@1',
+        '3:settled:executing>settled@1',
+      ]);
+      const record = await store.get(c.operationId);
+      expect(record).toMatchObject({ lifecycle: 'settled', status: 'verified', attempt: 1 });
+      expect(record?.executedAt).toEqual(expect.any(Number));
+
+      // A baseline read runs between reserving and executing: the drive moves the record itself.
+      log.length = 0;
+      const withBaseline = setStatusAction(rows, { withBaseline: true, name: 'set_status_from_baseline' });
+      const b = await runner.run(withBaseline, { id: `b${groupCommit}`, status: 'done' }, { runId: 'r' });
+      expect(b.status).toBe('verified');
+      expect(log.filter((w) => w === 'COMMIT')).toHaveLength(3);
+      expect(log.filter((w) => w === 'UPDATE')).toHaveLength(2);
+      await store.close();
+    });
+  }
+
+  it('plain and started reserves of one batch each get their own row and events, and later seqs follow on', async () => {
+    const { handle, log } = recording(await openHandle());
+    const store = await sqliteStore({ database: handle });
+    log.length = 0;
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        store.reserve(newOp(`m${i}`), ev('reserved'), i % 2 === 0 ? start(1, { n: i }) : undefined),
+      ),
+    );
+    expect(log.filter((w) => w === 'COMMIT')).toHaveLength(1);
+    expect(log).not.toContain('UPDATE');
+    for (const [i, { record, created }] of results.entries()) {
+      expect(created).toBe(true);
+      const stored = await store.get(record.id);
+      // What the reserve answered is what the row holds.
+      expect(stored).toEqual(record);
+      if (i % 2 === 0)
+        expect(record).toMatchObject({ lifecycle: 'executing', attempt: 1, updatedAt: T0 + 1 });
+      else expect(record).toMatchObject({ lifecycle: 'requested', attempt: 0, executedAt: null });
+    }
+    expect((await store.events('op-m2')).at(-1)?.detail).toEqual({ n: 2 });
+    await Promise.all(
+      results.map(({ record }) =>
+        store.transition(record.id, [record.lifecycle], { reads: 1 }, ev('observed', T0 + 2)),
+      ),
+    );
+    expect(await trail(store, 'op-m0')).toEqual([
+      '1:reserved:->requested@0',
+      '2:executing:requested>executing@1',
+      '3:observed:executing>executing@0',
+    ]);
+    expect(await trail(store, 'op-m1')).toEqual([
+      '1:reserved:->requested@0',
+      '2:observed:requested>requested@0',
+    ]);
+    await store.close();
+  });
+
+  it('a repeat of a started reserve finds the record and starts nothing again', async () => {
+    const store = await sqliteStore({ database: await openHandle() });
+    const first = await store.reserve(newOp('rep'), ev('reserved'), start());
+    const again = await store.reserve(newOp('rep'), ev('reserved'), start(2));
+    expect(again.created).toBe(false);
+    expect(again.record).toEqual(first.record);
+    expect(await trail(store, 'op-rep')).toHaveLength(2);
+    await store.close();
+  });
+
+  it('a start SQLite cannot store is refused naming its field, before anything is written', async () => {
+    const store = await sqliteStore({ database: await openHandle() });
+    const [refused, plain] = await Promise.allSettled([
+      store.reserve(newOp('bad'), ev('reserved'), {
+        ...start(),
+        event: { ...start().event, actor: 'a\ud800b' },
+      }),
+      store.reserve(newOp('fine'), ev('reserved'), start()),
+    ]);
+    expect(refused.status).toBe('rejected');
+    expect((refused as PromiseRejectedResult).reason).toMatchObject({
+      code: 'unstorable_value',
+      field: 'event.actor',
+    });
+    expect(await store.get('op-bad')).toBeNull();
+    expect(await store.events('op-bad')).toEqual([]);
+    expect(plain.status).toBe('fulfilled');
+    expect(await trail(store, 'op-fine')).toHaveLength(2);
+    await store.close();
+  });
+});
