@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
 import { createRunner } from '../../src/runner/runner.js';
-import type { OperationStore, ReserveStart } from '../../src/store/types.js';
 import { ev, newOp, T0 } from '../../src/testing/conformance/support.js';
+import { MIXED_LIFECYCLES, reserveMixed, start, trail } from '../fixtures/reserve-start.js';
 import { setStatusAction } from '../fixtures/set-status.js';
 import { pgSuite, recordingPool, type Sent } from './support.js';
 
@@ -19,14 +19,6 @@ async function openStore(groupCommit: boolean) {
 
 /** The statements that wrote (reserves and transitions), in the order they were sent. */
 const writes = (sent: Sent[]) => sent.filter((s) => /^\s*(WITH|INSERT|UPDATE)/.test(s.text));
-
-const trail = async (store: OperationStore, id: string) =>
-  (await store.events(id)).map((e) => `${e.seq}:${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`);
-
-const start = (attempt = 1, detail?: Record<string, unknown>): ReserveStart => ({
-  patch: { lifecycle: 'executing', attempt, executedAt: T0 + 1, nextPollAt: T0 + 60_000, updatedAt: T0 + 1 },
-  event: ev('executing', T0 + 1, { from: 'requested', to: 'executing', attempt, detail }),
-});
 
 describe.skipIf(!available)('postgres reserve with a start', () => {
   const rows = new Map<string, string>();
@@ -59,39 +51,14 @@ describe.skipIf(!available)('postgres reserve with a start', () => {
     });
   }
 
-  it('plain and started reserves of one turn go as one statement, each with its own events and seq', async () => {
+  it('plain and started reserves of one turn go as one statement', async () => {
     const { store, sent } = await openStore(true);
-    const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        store.reserve(newOp(`m${i}`), ev('reserved'), i % 2 === 0 ? start(1, { n: i }) : undefined),
-      ),
-    );
+    const results = await reserveMixed(store);
     expect(sent.map((s) => s.batch)).toEqual([6]);
-    results.forEach(({ record, created }, i) => {
-      expect(created).toBe(true);
-      if (i % 2 === 0) {
-        expect(record).toMatchObject({ lifecycle: 'executing', attempt: 1, executedAt: T0 + 1 });
-        expect(record.updatedAt).toBe(T0 + 1);
-      } else {
-        expect(record).toMatchObject({ lifecycle: 'requested', attempt: 0, executedAt: null });
-      }
-    });
-    expect((await store.events('op-m2')).at(-1)?.detail).toEqual({ n: 2 });
-    // The next write of each lands at the seq after its last event: the row's event counter matches its log.
-    await Promise.all(
-      results.map(({ record }) =>
-        store.transition(record.id, [record.lifecycle], { reads: 1 }, ev('observed', T0 + 2)),
-      ),
-    );
-    expect(await trail(store, 'op-m0')).toEqual([
-      '1:reserved:->requested@0',
-      '2:executing:requested>executing@1',
-      '3:observed:executing>executing@0',
-    ]);
-    expect(await trail(store, 'op-m1')).toEqual([
-      '1:reserved:->requested@0',
-      '2:observed:requested>requested@0',
-    ]);
+    expect(results.map(({ record }) => record.lifecycle)).toEqual(MIXED_LIFECYCLES);
+    // Each started row's event counter matches its log (the next write lands at seq 3).
+    await store.transition('op-m0', ['executing'], { reads: 1 }, ev('observed', T0 + 2));
+    expect((await store.events('op-m0')).map((e) => e.seq)).toEqual([1, 2, 3]);
     await store.close();
   });
 

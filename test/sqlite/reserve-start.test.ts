@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { createRunner } from '../../src/index.js';
 import type { SqliteLike, SqliteStatement } from '../../src/sqlite/driver.js';
 import { sqliteStore } from '../../src/sqlite/index.js';
-import type { OperationStore, ReserveStart } from '../../src/store/types.js';
+import { MIXED_LIFECYCLES, reserveMixed, start, trail } from '../fixtures/reserve-start.js';
 import { setStatusAction } from '../fixtures/set-status.js';
-import { ev, type Handle, newOp, openHandle, T0 } from '../fixtures/sqlite/support.js';
+import { ev, type Handle, newOp, openHandle } from '../fixtures/sqlite/support.js';
 
 /** A handle that logs every write statement the store runs (INSERT, UPDATE, BEGIN, COMMIT), by its first word. */
 function recording(db: Handle) {
@@ -33,14 +33,6 @@ function recording(db: Handle) {
   };
   return { handle, log };
 }
-
-const trail = async (store: OperationStore, id: string) =>
-  (await store.events(id)).map((e) => `${e.seq}:${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`);
-
-const start = (attempt = 1, detail?: Record<string, unknown>): ReserveStart => ({
-  patch: { lifecycle: 'executing', attempt, executedAt: T0 + 1, nextPollAt: T0 + 60_000, updatedAt: T0 + 1 },
-  event: ev('executing', T0 + 1, { from: 'requested', to: 'executing', attempt, detail }),
-});
 
 const OP = 'INSERT INTO readback_operations';
 const EVENT = 'INSERT INTO readback_events';
@@ -82,41 +74,16 @@ describe('sqlite reserve with a start', () => {
     });
   }
 
-  it('plain and started reserves of one batch each get their own row and events, and later seqs follow on', async () => {
+  it('plain and started reserves of one batch are inserted in one commit, with no UPDATE', async () => {
     const { handle, log } = recording(await openHandle());
     const store = await sqliteStore({ database: handle });
     log.length = 0;
-    const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        store.reserve(newOp(`m${i}`), ev('reserved'), i % 2 === 0 ? start(1, { n: i }) : undefined),
-      ),
-    );
+    const results = await reserveMixed(store);
     expect(log.filter((w) => w === 'COMMIT')).toHaveLength(1);
+    expect(log.filter((w) => w === OP)).toHaveLength(6);
+    expect(log.filter((w) => w === EVENT)).toHaveLength(9);
     expect(log).not.toContain('UPDATE');
-    for (const [i, { record, created }] of results.entries()) {
-      expect(created).toBe(true);
-      const stored = await store.get(record.id);
-      // What the reserve answered is what the row holds.
-      expect(stored).toEqual(record);
-      if (i % 2 === 0)
-        expect(record).toMatchObject({ lifecycle: 'executing', attempt: 1, updatedAt: T0 + 1 });
-      else expect(record).toMatchObject({ lifecycle: 'requested', attempt: 0, executedAt: null });
-    }
-    expect((await store.events('op-m2')).at(-1)?.detail).toEqual({ n: 2 });
-    await Promise.all(
-      results.map(({ record }) =>
-        store.transition(record.id, [record.lifecycle], { reads: 1 }, ev('observed', T0 + 2)),
-      ),
-    );
-    expect(await trail(store, 'op-m0')).toEqual([
-      '1:reserved:->requested@0',
-      '2:executing:requested>executing@1',
-      '3:observed:executing>executing@0',
-    ]);
-    expect(await trail(store, 'op-m1')).toEqual([
-      '1:reserved:->requested@0',
-      '2:observed:requested>requested@0',
-    ]);
+    expect(results.map(({ record }) => record.lifecycle)).toEqual(MIXED_LIFECYCLES);
     await store.close();
   });
 

@@ -158,6 +158,47 @@ export const reserveCases: CaseBody[] = [
   ],
 
   [
+    'plain and started reserves made at once each keep their own record and events, and later seqs follow on',
+    async (store) => {
+      const start = (n: number) => ({
+        patch: { lifecycle: 'executing' as const, attempt: 1, executedAt: T0 + 1, updatedAt: T0 + 1 },
+        event: ev('executing', T0 + 1, { from: 'requested', to: 'executing', attempt: 1, detail: { n } }),
+      });
+      // Made in one turn, so a store that batches writes gets them together.
+      const results = await Promise.all(
+        [0, 1, 2, 3].map((n) => store.reserve(newOp(n), ev('reserved'), n % 2 === 0 ? start(n) : undefined)),
+      );
+      const trail = async (id: string) =>
+        (await store.events(id)).map(
+          (e) => `${e.seq}:${e.type}:${e.from ?? '-'}>${e.to ?? '-'}@${e.attempt}`,
+        );
+      for (const [n, { record, created }] of results.entries()) {
+        assert.equal(created, true);
+        assert.deepEqual(await store.get(record.id), record, `op-${n}: what the reserve answered is stored`);
+      }
+      // A store that leaves starts to its caller has the started ones still requested, with one event each.
+      const applied = results[0]!.record.lifecycle === 'executing';
+      if (applied) assert.deepEqual((await store.events('op-2')).at(-1)?.detail, { n: 2 });
+      await Promise.all(
+        results.map(({ record }) =>
+          store.transition(record.id, [record.lifecycle], { reads: 1 }, ev('observed', T0 + 2)),
+        ),
+      );
+      assert.deepEqual(
+        await trail('op-0'),
+        applied
+          ? [
+              '1:reserved:->requested@0',
+              '2:executing:requested>executing@1',
+              '3:observed:executing>executing@0',
+            ]
+          : ['1:reserved:->requested@0', '2:observed:requested>requested@0'],
+      );
+      assert.deepEqual(await trail('op-1'), ['1:reserved:->requested@0', '2:observed:requested>requested@0']);
+    },
+  ],
+
+  [
     'a start a store applies is checked like a transition: a refused one leaves no record',
     async (store) => {
       const probe = await store.reserve(newOp(1), ev('reserved'), {
