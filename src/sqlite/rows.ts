@@ -279,12 +279,10 @@ export function patchAssignments(
   let json: JsonTexts | undefined;
   // Object.keys and indexed reads rather than Object.entries: no pair array per field, on every write.
   for (const field of Object.keys(patch)) {
+    if (field === omit) continue;
     const value = (patch as Record<string, unknown>)[field];
-    if (value === undefined || field === omit || !Object.hasOwn(PATCH_COLUMNS, field)) continue;
-    const spec = PATCH_COLUMNS[field as keyof typeof PATCH_COLUMNS];
-    if (value === null && spec.notNull) {
-      throw new ReadbackError('invalid_options', 'must not be null', `patch.${field}`);
-    }
+    const spec = checkedPatchField(field, value, nul);
+    if (spec === undefined) continue;
     columns.push(spec.column);
     if (spec.json) {
       const column = jsonColumn(value);
@@ -292,11 +290,25 @@ export function patchAssignments(
       json ??= [];
       json.push([field as JsonField, column.text, column.value]);
     } else {
-      if (typeof value === 'string') requireStorableText(value, `patch.${field}`, nul);
       values.push(value as SqliteValue);
     }
   }
   return { columns, values, json };
+}
+
+/**
+ * The column a patch field is written to, after the checks every write makes (no null where the column needs a
+ * value; text outside JSON that the database can store, see `requireStorableText`); undefined for a field that
+ * is not written (undefined, "not given", or not a record field).
+ */
+function checkedPatchField(field: string, value: unknown, nul: boolean): ColumnSpec | undefined {
+  if (value === undefined || !Object.hasOwn(PATCH_COLUMNS, field)) return undefined;
+  const spec = PATCH_COLUMNS[field as keyof typeof PATCH_COLUMNS];
+  if (value === null && spec.notNull) {
+    throw new ReadbackError('invalid_options', 'must not be null', `patch.${field}`);
+  }
+  if (!spec.json && typeof value === 'string') requireStorableText(value, `patch.${field}`, nul);
+  return spec;
 }
 
 /**
@@ -309,12 +321,13 @@ export function applyStart(record: OperationRecord, { patch, event }: ReserveSta
   requireEvent(event, nul);
   requireKnownLifecycle(patch);
   requireUnchangedIdentity(patch, record);
-  // Validates as a transition's patch does; JSON fields are encoded later, with the record's own.
-  patchAssignments(patch, 'updatedAt', nul);
+  // Checked as a transition's patch is; JSON fields are encoded later, with the record's own. The record is
+  // this reserve's own, so a field refused halfway leaves nothing behind.
   const fields = record as unknown as Record<string, unknown>;
   for (const field of Object.keys(patch)) {
+    if (field === 'updatedAt') continue;
     const value = (patch as Record<string, unknown>)[field];
-    if (value !== undefined && Object.hasOwn(PATCH_COLUMNS, field)) fields[field] = value;
+    if (checkedPatchField(field, value, nul) !== undefined) fields[field] = value;
   }
   record.updatedAt = patch.updatedAt ?? event.at;
 }

@@ -97,6 +97,28 @@ describe('sqlite reserve with a start', () => {
     await store.close();
   });
 
+  it('a start patch is checked as a transition patch is, before anything is written', async () => {
+    const store = await sqliteStore({ database: await openHandle() });
+    const refused = [
+      [{ lifecycle: 'executing', attempt: null }, 'invalid_options', 'patch.attempt'],
+      [{ lifecycle: 'executing', leaseOwner: 'w\ud800' }, 'unstorable_value', 'patch.leaseOwner'],
+    ] as const;
+    for (const [n, [patch, code, field]] of refused.entries()) {
+      const reserve = store.reserve(newOp(`p${n}`), ev('reserved'), { ...start(), patch: patch as never });
+      await expect(reserve).rejects.toMatchObject({ code, field });
+      expect(await store.get(`op-p${n}`)).toBeNull();
+      expect(await store.events(`op-p${n}`)).toEqual([]);
+    }
+    // A start's updatedAt is its own or the event's: null there is not refused, as a transition's is not.
+    const { record } = await store.reserve(newOp('u'), ev('reserved'), {
+      ...start(),
+      patch: { ...start().patch, updatedAt: null as never },
+    });
+    expect(record.updatedAt).toBe(start().event.at);
+    expect(await store.get('op-u')).toEqual(record);
+    await store.close();
+  });
+
   it('a start SQLite cannot store is refused naming its field, before anything is written', async () => {
     const store = await sqliteStore({ database: await openHandle() });
     const [refused, plain] = await Promise.allSettled([
