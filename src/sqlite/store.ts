@@ -13,6 +13,7 @@ import {
   requireStorableOperation,
   requireString,
   requireTime,
+  requireUnchangedIdentity,
 } from '../store/records.js';
 import {
   type Claim,
@@ -309,8 +310,6 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     // appended), one statement and one commit. Checked here, so a refused start writes nothing.
     const record = newRecord(op);
     if (start) applyStart(record, start);
-    // Takes over `record`: its JSON fields become what their texts hold, so it is the record returned.
-    const params = recordParams(record);
 
     // Records are never deleted, so a key found without the lock is final: a repeated request
     // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
@@ -323,6 +322,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       if (known !== undefined) return Promise.resolve({ record: recordFromValues(known), created: false });
     }
 
+    // Takes over `record`: its JSON fields become what their texts hold, so it is the record returned. Bound
+    // once, outside the write, so a write run again (see `flush`) binds the same.
+    const params = recordParams(record);
     return write(() => {
       // The key is checked by the INSERT itself, under the write lock (another connection may have
       // reserved it since the snapshot read above): no change means it is taken, and it is final.
@@ -356,7 +358,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       if (start) appendEvent(record, start.event, 'requested', record.lifecycle);
       // Answer with what the row holds, the record the values were bound from rather than a read back
       // (materializing a 27-column row costs more than the INSERT): `recordParams` made its JSON fields what
-      // their texts hold, never the caller's own objects. A write run again (see `flush`) binds the same.
+      // their texts hold, never the caller's own objects.
       return { record, created: true };
     }, solo);
   };
@@ -399,16 +401,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
           idempotencyKey: row.idempotency_key,
           fingerprint: row.fingerprint,
         };
-        for (const field of IDENTITY_FIELDS) {
-          const value = (patch as Partial<OperationRecord>)[field];
-          if (value !== undefined && value !== current[field]) {
-            throw new ReadbackError(
-              'store_conflict',
-              `a transition cannot change ${field}`,
-              `patch.${field}`,
-            );
-          }
-        }
+        requireUnchangedIdentity(patch, current);
         was = row.lifecycle as Lifecycle;
       } else if (was === undefined && from.length > 0) {
         const row = stmt(SELECT_LIFECYCLE).get(id) as { lifecycle: string } | undefined;

@@ -245,11 +245,11 @@ export function memoryStore(): OperationStore {
     async prune(options) {
       open('prune');
       const limit = pruneLimit(options);
+      const before = options.settledBefore;
       let deleted = 0;
       // Map order is insertion order: the oldest operations are looked at first, as the durable stores do.
       for (const [id, { record }] of byId) {
         if (deleted === limit) break;
-        const before = options.settledBefore;
         if (record.lifecycle !== 'settled' || !(record.updatedAt < before && record.requestedAt < before))
           continue;
         byId.delete(id);

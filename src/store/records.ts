@@ -199,7 +199,10 @@ export function requireRenewArgs(id: string, leaseToken: string, leaseMs: number
 }
 
 /** Refuses a patch that would change an identity field of `record` (the type forbids them; a spread record can carry them). */
-export function requireUnchangedIdentity(patch: RecordPatch, record: OperationRecord): void {
+export function requireUnchangedIdentity(
+  patch: RecordPatch,
+  record: Pick<OperationRecord, (typeof IDENTITY_FIELDS)[number]>,
+): void {
   for (const field of IDENTITY_FIELDS) {
     const value = (patch as Partial<OperationRecord>)[field];
     if (value !== undefined && value !== record[field]) {
