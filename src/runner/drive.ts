@@ -165,6 +165,8 @@ export class Drive extends FollowUp {
       return this.executeUnrecorded(error);
     }
     if (!moved) return this.superseded();
+    // A first attempt: the caller may have aborted while the move was written, before anything ran.
+    if (seen === 'requested' && this.run.signal.aborted) return this.withdrawStart();
     return this.executeStep();
   }
 
@@ -174,7 +176,40 @@ export class Drive extends FollowUp {
    */
   startMoved(): Promise<Completion> {
     this.run.trace?.transition('executing', 'requested', this.record, this.record.updatedAt);
-    return this.executeStep();
+    return this.run.signal.aborted ? this.withdrawStart() : this.executeStep();
+  }
+
+  /**
+   * The caller aborted while the first move to executing was written (by the reserve that started the record, or
+   * by the drive's own move): execute was never called, so the start is withdrawn and the call ends as any abort
+   * before execute does, failed and re-runnable under the same key. The record goes back to `requested` and
+   * attempt 0, what it says when no attempt began; its `withdrawn` event keeps the start on the trail.
+   */
+  private withdrawStart(): Promise<Completion> {
+    const completion = this.form(
+      this.outcome({
+        status: 'failed',
+        errorCode: 'aborted',
+        reason: 'aborted before execute',
+        attempt: 0,
+        nothingExecuted: true,
+      }),
+    );
+    const patch: RecordPatch = {
+      lifecycle: 'requested',
+      status: 'failed',
+      completion,
+      attempt: 0,
+      executedAt: null,
+      inFlightUntil: null,
+      nextPollAt: null,
+    };
+    return this.move(
+      ['executing'],
+      patch,
+      { type: 'withdrawn', detail: { errorCode: 'aborted' } },
+      this.record.attempt,
+    ).then((ok) => (ok ? completion : this.superseded()));
   }
 
   /** Runs the action's execute step on a record already moved to executing, and decides from what it returns. */

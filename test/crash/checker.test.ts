@@ -66,3 +66,76 @@ describe('the crash checker', () => {
     target.close();
   });
 });
+
+describe('the crash checker on a withdrawn start', () => {
+  it('accepts a start withdrawn before execute, and still flags any other way back', async () => {
+    const { target, store, actions } = await setup();
+    const ops: CrashOp[] = [
+      { kind: 'bump', key: 'w' },
+      { kind: 'bump', key: 'back' },
+    ];
+    // The caller aborts right after the reserve that starts the record is handed to the store.
+    const controller = new AbortController();
+    const aborting = new Proxy(store, {
+      get(inner, key) {
+        const value = Reflect.get(inner, key, inner);
+        if (key !== 'reserve') return typeof value === 'function' ? value.bind(inner) : value;
+        return (...args: Parameters<typeof store.reserve>) => {
+          const written = inner.reserve(...args);
+          controller.abort();
+          return written;
+        };
+      },
+    });
+    const first = await createRunner({ store: aborting, actions: actions.all }).run(actions.bump, ops[0], {
+      runId: 'r',
+      signal: controller.signal,
+    });
+    expect(first.errorCode).toBe('aborted');
+    const runner = createRunner({ store, actions: actions.all });
+    for (const op of ops)
+      expect((await runner.run(actions.bump, op, { runId: 'r' })).status).toBe('verified');
+    expect((await checkLane(store, target, ops)).violations).toEqual([]);
+
+    // Moving a settled-bound record back by any other event is still a violation.
+    const back = (await store.list()).find((r) => r.target.endsWith('back'))!;
+    const events = await store.events(back.id);
+    expect(events.map((e) => e.type)).toEqual(['reserved', 'executing', 'settled']);
+    const reopened = memoryStore();
+    const again = await reopened.reserve(
+      { ...back, scope: back.scope, nextPollAt: null },
+      {
+        type: 'reserved',
+        at: back.requestedAt,
+        from: null,
+        to: 'requested',
+        status: null,
+        actor: null,
+        attempt: 0,
+      },
+    );
+    const move = (type: string, to: 'executing' | 'requested' | 'settled', attempt: number, from: string) =>
+      reopened.transition(
+        again.record.id,
+        [from as 'requested'],
+        {
+          lifecycle: to,
+          attempt,
+          ...(to === 'settled' ? { status: 'verified', completion: back.completion } : {}),
+        },
+        { type, at: back.updatedAt, from: null, to, status: null, actor: null, attempt },
+      );
+    await move('executing', 'executing', 1, 'requested');
+    await move('status', 'requested', 0, 'executing');
+    await move('executing', 'executing', 1, 'requested');
+    await move('settled', 'settled', 1, 'executing');
+    const { violations } = await checkLane(reopened, target, [ops[1]!]);
+    expect(violations).toContainEqual(
+      expect.stringMatching(/back \(bump\) events: attempt went back from 1 to 0/),
+    );
+    expect(violations).toContainEqual(
+      expect.stringMatching(/back \(bump\) events: lifecycle went back to requested/),
+    );
+    target.close();
+  });
+});

@@ -146,7 +146,11 @@ const RANK: Record<Lifecycle, number> = {
   settled: 3,
 };
 
-/** Status and attempt only move forward; nothing follows `settled`; the record matches its last event. */
+/**
+ * Status and attempt only move forward; nothing follows `settled`; the record matches its last event. The one way
+ * back is a start withdrawn before execute was called (its caller aborted while the start was written): the record
+ * returns to `requested` at attempt 0, because no attempt began.
+ */
 function eventViolations(
   op: CrashOp,
   events: OperationEvent[],
@@ -162,16 +166,20 @@ function eventViolations(
     if (e.seq !== i + 1) bad(`seq ${e.seq} at position ${i + 1}`);
     const prev = events[i - 1];
     if (!prev) return;
-    if (e.attempt < prev.attempt)
+    const withdrawn =
+      e.type === 'withdrawn' && prev.to === 'executing' && e.to === 'requested' && e.attempt === 0;
+    if (e.attempt < prev.attempt && !withdrawn)
       bad(`attempt went back from ${prev.attempt} to ${e.attempt} at seq ${e.seq}`);
     if (prev.to === 'settled') bad(`${e.type} at seq ${e.seq} follows settled`);
     if (e.to !== null) {
       const rank = RANK[e.to];
       // The only way back is a proven-absent retry (executing again) or a late read of timed-out work.
-      if (rank < lastRank && !(e.to === 'executing' && e.type === 'executing' && e.attempt > prev.attempt)) {
+      const retried = e.to === 'executing' && e.type === 'executing' && e.attempt > prev.attempt;
+      if (rank < lastRank && !retried && !withdrawn) {
         bad(`lifecycle went back to ${e.to} at seq ${e.seq} (${e.type})`);
       }
-      lastRank = e.to === 'executing' && e.type === 'executing' ? 1 : Math.max(lastRank, rank);
+      if (withdrawn) lastRank = rank;
+      else lastRank = e.to === 'executing' && e.type === 'executing' ? 1 : Math.max(lastRank, rank);
     }
   });
   const last = events.at(-1);

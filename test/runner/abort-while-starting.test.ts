@@ -1,0 +1,123 @@
+// A caller that aborts while the move to executing is being written (by the reserve that starts the record, or by
+// the drive's own move after a baseline read) must get what any abort before execute gets: nothing executed, failed
+// and re-runnable under the same key. The store writes the start before the abort lands, so the record has to be
+// taken back; each store here is real, and the truth is whether the target's row was ever written.
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresStore } from '../../src/postgres/index.js';
+import { createRunner } from '../../src/runner/runner.js';
+import { sqliteStore } from '../../src/sqlite/index.js';
+import { memoryStore } from '../../src/store/memory.js';
+import type { OperationStore } from '../../src/store/types.js';
+import { trail } from '../fixtures/reserve-start.js';
+import { setStatusAction } from '../fixtures/set-status.js';
+import { tempDir } from '../fixtures/sqlite/support.js';
+import { pgSuite } from '../postgres/support.js';
+
+const { available: pgAvailable, tempSchema, tempPool } = await pgSuite();
+const dir = tempDir('abort-start');
+afterAll(() => dir.remove());
+
+/**
+ * The store, except that the controller aborts right after a write that moves a record to executing was handed
+ * to it: a reserve carrying a start, or a transition to executing. The write itself goes through unchanged.
+ */
+function abortingOnStart(store: OperationStore, controller: AbortController): OperationStore {
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'reserve') {
+        return (...args: Parameters<OperationStore['reserve']>) => {
+          const written = target.reserve(...args);
+          if (args[2] !== undefined) controller.abort(new Error('user cancelled'));
+          return written;
+        };
+      }
+      if (key === 'transition') {
+        return (...args: Parameters<OperationStore['transition']>) => {
+          const written = target.transition(...args);
+          if (args[2].lifecycle === 'executing') controller.abort(new Error('user cancelled'));
+          return written;
+        };
+      }
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+type Opened = { store: OperationStore; close: () => Promise<void> };
+const stores: [string, boolean, () => Promise<Opened>][] = [
+  ['memory', true, async () => ({ store: memoryStore(), close: async () => {} })],
+  ...[false, true].map((groupCommit): [string, boolean, () => Promise<Opened>] => [
+    `sqlite (groupCommit: ${groupCommit})`,
+    true,
+    async () => {
+      const store = await sqliteStore({ path: join(dir.fresh(), 'ops.db') }, { groupCommit });
+      return { store, close: () => store.close() };
+    },
+  ]),
+  [
+    'postgres',
+    pgAvailable,
+    async () => {
+      const store = await postgresStore({ pool: tempPool(4), schema: tempSchema() });
+      return { store, close: () => store.close() };
+    },
+  ],
+];
+
+describe.each(stores)('abort while the start is written: %s', (_name, available, open) => {
+  for (const withBaseline of [false, true]) {
+    const how = withBaseline ? "the drive's own move, after a baseline read" : 'the reserve that starts it';
+    it.skipIf(!available)(`by ${how}: nothing executes, and the same call runs later`, async () => {
+      const { store, close } = await open();
+      const rows = new Map<string, string>();
+      const action = setStatusAction(rows, { withBaseline });
+      const controller = new AbortController();
+      const aborting = createRunner({ store: abortingOnStart(store, controller) });
+
+      const c = await aborting.run(
+        action,
+        { id: 'a', status: 'done' },
+        { runId: 'r', signal: controller.signal },
+      );
+      expect(controller.signal.aborted).toBe(true);
+      expect(rows.has('a')).toBe(false);
+      expect(c).toMatchObject({
+        status: 'failed',
+        errorCode: 'aborted',
+        attempt: 0,
+        safeToRepeat: true,
+        nextAllowedAction: 'retry',
+      });
+      const record = await store.get(c.operationId);
+      expect(record).toMatchObject({
+        lifecycle: 'requested',
+        attempt: 0,
+        executedAt: null,
+        nextPollAt: null,
+      });
+      expect(record?.completion).toEqual(c);
+      expect(await trail(store, c.operationId)).toEqual([
+        '1:reserved:->requested@0',
+        '2:executing:requested>executing@1',
+        '3:withdrawn:executing>requested@0',
+      ]);
+
+      // Nothing ran and nobody is waiting: a reconciler leaves it alone.
+      const runner = createRunner({ store, actions: [action] });
+      await runner.reconcile({ once: true });
+      expect(rows.has('a')).toBe(false);
+
+      // The same call, same key, runs it once: the first attempt is attempt 1.
+      const again = await runner.run(action, { id: 'a', status: 'done' }, { runId: 'r' });
+      expect(again).toMatchObject({ status: 'verified', operationId: c.operationId, attempt: 1 });
+      expect(rows.get('a')).toBe('done');
+      expect((await trail(store, c.operationId)).slice(3)).toEqual([
+        '4:executing:requested>executing@1',
+        '5:settled:executing>settled@1',
+      ]);
+      await close();
+    });
+  }
+});
