@@ -1,7 +1,7 @@
 import { toRecordable } from '../canonical.js';
 import type { AnyAction, Completion, RunContext } from '../contract/types.js';
 import { isStoreMisuse } from '../store/records.js';
-import type { NewEvent, RecordPatch, ReserveStart } from '../store/types.js';
+import type { NewEvent, OperationRecord, RecordPatch, ReserveStart } from '../store/types.js';
 import { judgeBaseline } from './baseline.js';
 import { type FollowMode, FollowUp, parkedDue } from './follow.js';
 import { isAccepted, isRejected } from './markers.js';
@@ -147,7 +147,8 @@ export class Drive extends FollowUp {
     const { action, env } = this;
     // From the lifecycle this drive saw (with the attempt guard, as exact as allowing either): a single
     // lifecycle lets a store skip reading which one the row was in for the event's `from`.
-    const seen = this.record.lifecycle;
+    const before = this.record;
+    const seen = before.lifecycle;
     let moved: boolean;
     try {
       const patch = executingPatch(action, env.clock.now(), this.record.attempt + 1);
@@ -165,8 +166,8 @@ export class Drive extends FollowUp {
       return this.executeUnrecorded(error);
     }
     if (!moved) return this.superseded();
-    // A first attempt: the caller may have aborted while the move was written, before anything ran.
-    if (seen === 'requested' && this.run.signal.aborted) return this.withdrawStart();
+    // The caller may have aborted while the move was written: nothing has run yet.
+    if (this.run.signal.aborted) return this.withdraw(before);
     return this.executeStep();
   }
 
@@ -176,40 +177,52 @@ export class Drive extends FollowUp {
    */
   startMoved(): Promise<Completion> {
     this.run.trace?.transition('executing', 'requested', this.record, this.record.updatedAt);
-    return this.run.signal.aborted ? this.withdrawStart() : this.executeStep();
+    if (!this.run.signal.aborted) return this.executeStep();
+    // Back to the record as a reserve without the start leaves it.
+    const reserved = { lifecycle: 'requested', attempt: 0, executedAt: null, inFlightUntil: null } as const;
+    return this.withdraw({ ...reserved, requestedAt: this.record.requestedAt });
   }
 
   /**
-   * The caller aborted while the first move to executing was written (by the reserve that started the record, or
-   * by the drive's own move): execute was never called, so the start is withdrawn and the call ends as any abort
-   * before execute does, failed and re-runnable under the same key. The record goes back to `requested` and
-   * attempt 0, what it says when no attempt began; its `withdrawn` event keeps the start on the trail.
+   * The caller aborted while a move to executing was written (by the reserve that started the record, or by this
+   * drive): execute was never called, so the move is withdrawn. The record goes back to what it held `before` (its
+   * lifecycle, attempt and in-flight window; a `withdrawn` event keeps the move on the trail) and the call ends as the
+   * same abort found a moment earlier would have ended it: a first attempt failed/aborted and re-runnable under the
+   * same key, a retry unknown/aborted and due again, its retry not spent.
    */
-  private withdrawStart(): Promise<Completion> {
-    const completion = this.form(
-      this.outcome({
-        status: 'failed',
-        errorCode: 'aborted',
-        reason: 'aborted before execute',
-        attempt: 0,
-        nothingExecuted: true,
-      }),
-    );
+  private withdraw(before: WithdrawnTo): Promise<Completion> {
+    const at = this.env.clock.now();
+    const first = before.lifecycle === 'requested';
+    const outcome = first
+      ? this.outcome({
+          status: 'failed',
+          errorCode: 'aborted',
+          reason: 'aborted before execute',
+          attempt: 0,
+          nothingExecuted: true,
+        })
+      : this.outcome({
+          status: 'unknown',
+          errorCode: 'aborted',
+          reason: 'aborted before the retry',
+          attempt: before.attempt,
+        });
+    const nextPollAt = first ? null : this.undecidedRetryAt(at, before);
+    if (nextPollAt !== null) outcome.pollAfter = nextPollAt;
+    const completion = this.form(outcome);
     const patch: RecordPatch = {
-      lifecycle: 'requested',
-      status: 'failed',
+      lifecycle: before.lifecycle,
+      status: outcome.status,
       completion,
-      attempt: 0,
-      executedAt: null,
-      inFlightUntil: null,
-      nextPollAt: null,
+      attempt: before.attempt,
+      executedAt: before.executedAt,
+      inFlightUntil: before.inFlightUntil,
+      nextPollAt,
     };
-    return this.move(
-      ['executing'],
-      patch,
-      { type: 'withdrawn', detail: { errorCode: 'aborted' } },
-      this.record.attempt,
-    ).then((ok) => (ok ? completion : this.superseded()));
+    const event = { type: 'withdrawn', detail: { errorCode: 'aborted' } };
+    return this.move(['executing'], patch, event, this.record.attempt).then((ok) =>
+      ok ? completion : this.superseded(),
+    );
   }
 
   /** Runs the action's execute step on a record already moved to executing, and decides from what it returns. */
@@ -345,6 +358,12 @@ export class Drive extends FollowUp {
     return (await this.judgeAccepted(reading)) ?? this.followAccepted(this.runWait ? 'wait' : 'none');
   }
 }
+
+/** What a withdrawn move to executing restores: the record's fields as they were before it. */
+type WithdrawnTo = Pick<
+  OperationRecord,
+  'lifecycle' | 'attempt' | 'executedAt' | 'inFlightUntil' | 'requestedAt'
+>;
 
 /** The move to executing for this attempt: when it began, and when a read-back is due if this process dies. */
 export function executingPatch(action: AnyAction, now: number, attempt: number): RecordPatch {

@@ -89,14 +89,21 @@ export class RecordWriter {
     reading: { at: number; code: string; reason: string },
     seen: Partial<Outcome> = {},
   ): Promise<Completion> {
-    const undecidedFor = reading.at - (this.record.executedAt ?? this.record.requestedAt);
-    const delay = Math.max(this.action.poll.maxDelayMs, Math.min(MAX_UNRESOLVED_DELAY_MS, undecidedFor / 4));
-    const retryAt = reading.at + Math.round(delay);
     return this.park(
       { ...seen, status: 'unknown', errorCode: reading.code, reason: reading.reason },
       this.record.lifecycle,
-      retryAt,
+      this.undecidedRetryAt(reading.at, this.record),
     );
+  }
+
+  /** When an operation no read could decide at `at` is next due (see `unresolved`). */
+  protected undecidedRetryAt(
+    at: number,
+    record: Pick<OperationRecord, 'executedAt' | 'requestedAt'>,
+  ): number {
+    const undecidedFor = at - (record.executedAt ?? record.requestedAt);
+    const delay = Math.max(this.action.poll.maxDelayMs, Math.min(MAX_UNRESOLVED_DELAY_MS, undecidedFor / 4));
+    return at + Math.round(delay);
   }
 
   protected stayRequested(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Promise<Completion> {

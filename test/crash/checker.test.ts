@@ -139,3 +139,54 @@ describe('the crash checker on a withdrawn start', () => {
     target.close();
   });
 });
+
+describe('the crash checker on a withdrawn retry', () => {
+  it('accepts a retry withdrawn back to its attempt, and flags one withdrawn anywhere else', async () => {
+    for (const [backTo, clean] of [
+      [1, true],
+      [0, false],
+    ] as const) {
+      const { target, actions } = await setup();
+      const store = memoryStore();
+      const op: CrashOp = { kind: 'ledger', key: `wr${backTo}`, amount: 3 };
+      const runner = createRunner({ store, actions: actions.all });
+      expect((await runner.run(actions.ledger, op, { runId: 'r' })).status).toBe('verified');
+      const settled = (await store.getByKey(op.key))!;
+      // The same operation's trail as a lost first request, a retry withdrawn, then the retry made would leave it.
+      const copy = memoryStore();
+      const { record } = await copy.reserve(
+        { ...settled, nextPollAt: null },
+        { type: 'reserved', at: 1, from: null, to: 'requested', status: null, actor: null, attempt: 0 },
+      );
+      let at = 1;
+      const move = (type: string, from: 'requested' | 'executing', attempt: number, settle = false) =>
+        copy.transition(
+          record.id,
+          [from],
+          settle
+            ? { lifecycle: 'settled', status: 'verified', completion: settled.completion, attempt }
+            : { lifecycle: 'executing', attempt },
+          {
+            type,
+            at: ++at,
+            from,
+            to: settle ? 'settled' : 'executing',
+            status: settle ? 'verified' : null,
+            actor: null,
+            attempt,
+          },
+        );
+      await move('executing', 'requested', 1);
+      await move('status', 'executing', 1);
+      await move('executing', 'executing', 2);
+      await move('withdrawn', 'executing', backTo);
+      await move('executing', 'executing', 2);
+      await move('settled', 'executing', 2, true);
+      const { violations } = await checkLane(copy, target, [op]);
+      const about = violations.filter((v) => v.includes('events:'));
+      if (clean) expect(about).toEqual([]);
+      else expect(about).toContainEqual(expect.stringMatching(/attempt went back from 2 to 0/));
+      target.close();
+    }
+  });
+});

@@ -148,8 +148,8 @@ const RANK: Record<Lifecycle, number> = {
 
 /**
  * Status and attempt only move forward; nothing follows `settled`; the record matches its last event. The one way
- * back is a start withdrawn before execute was called (its caller aborted while the start was written): the record
- * returns to `requested` at attempt 0, because no attempt began.
+ * back is a move to executing withdrawn before execute was called (its caller aborted while the move was written):
+ * a `withdrawn` event right after that `executing` event returns to the lifecycle and attempt from before it.
  */
 function eventViolations(
   op: CrashOp,
@@ -167,7 +167,10 @@ function eventViolations(
     const prev = events[i - 1];
     if (!prev) return;
     const withdrawn =
-      e.type === 'withdrawn' && prev.to === 'executing' && e.to === 'requested' && e.attempt === 0;
+      e.type === 'withdrawn' &&
+      prev.type === 'executing' &&
+      e.to === prev.from &&
+      e.attempt === (events[i - 2]?.attempt ?? 0);
     if (e.attempt < prev.attempt && !withdrawn)
       bad(`attempt went back from ${prev.attempt} to ${e.attempt} at seq ${e.seq}`);
     if (prev.to === 'settled') bad(`${e.type} at seq ${e.seq} follows settled`);

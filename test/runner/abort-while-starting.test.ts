@@ -1,7 +1,8 @@
-// A caller that aborts while the move to executing is being written (by the reserve that starts the record, or by
-// the drive's own move after a baseline read) must get what any abort before execute gets: nothing executed, failed
-// and re-runnable under the same key. The store writes the start before the abort lands, so the record has to be
-// taken back; each store here is real, and the truth is whether the target's row was ever written.
+// A caller that aborts while a move to executing is being written (by the reserve that starts the record, by the
+// drive's own move after a baseline read, or by a retry's) must get what the same abort a moment earlier gets:
+// nothing executed; a first attempt failed and re-runnable under the same key, a retry unknown and not spent. The
+// store writes the move before the abort lands, so it is withdrawn; the stores here are real, and the truth is
+// whether the target was ever written.
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
@@ -9,10 +10,12 @@ import { createRunner } from '../../src/runner/runner.js';
 import { sqliteStore } from '../../src/sqlite/index.js';
 import { memoryStore } from '../../src/store/memory.js';
 import type { OperationStore } from '../../src/store/types.js';
+import { createHelpdesk } from '../../src/testing/index.js';
 import { trail } from '../fixtures/reserve-start.js';
 import { setStatusAction } from '../fixtures/set-status.js';
 import { tempDir } from '../fixtures/sqlite/support.js';
 import { pgSuite } from '../postgres/support.js';
+import { callsTo, ctx } from './support.js';
 
 const { available: pgAvailable, tempSchema, tempPool } = await pgSuite();
 const dir = tempDir('abort-start');
@@ -120,4 +123,64 @@ describe.each(stores)('abort while the start is written: %s', (_name, available,
       await close();
     });
   }
+});
+
+describe('abort while a retry is written', () => {
+  /** A refund whose request was lost (nothing landed), past its in-flight window: the next drive retries it. */
+  async function lostRefund() {
+    const hd = createHelpdesk();
+    const store = memoryStore();
+    const runner = createRunner({
+      store,
+      clock: hd.clock,
+      random: () => 0.5,
+      actions: Object.values(hd.actions),
+    });
+    hd.ledger.faults.failNextWrite = true;
+    const c = await runner.run(hd.actions.refundOrder, { orderId: '42', amountCents: 1999 }, ctx);
+    expect(c).toMatchObject({ status: 'unknown', errorCode: 'in_flight', attempt: 1 });
+    hd.clock.advance(hd.actions.refundOrder.maxInFlightMs);
+    const before = (await store.get(c.operationId))!;
+    return { hd, store, runner, id: c.operationId, before };
+  }
+
+  it('through poll: the retry is withdrawn, not spent, and a later poll makes it', async () => {
+    const { hd, store, runner, id, before } = await lostRefund();
+    const controller = new AbortController();
+    const aborting = createRunner({
+      store: abortingOnStart(store, controller),
+      clock: hd.clock,
+      random: () => 0.5,
+      actions: Object.values(hd.actions),
+    });
+
+    const c = await aborting.poll(id, { signal: controller.signal });
+    expect(controller.signal.aborted).toBe(true);
+    expect(callsTo(hd.ledger, 'refund')).toHaveLength(1);
+    expect(c).toMatchObject({
+      status: 'unknown',
+      errorCode: 'aborted',
+      attempt: 1,
+      nextAllowedAction: 'poll',
+    });
+    const record = (await store.get(id))!;
+    expect(record).toMatchObject({
+      lifecycle: 'executing',
+      attempt: 1,
+      executedAt: before.executedAt,
+      inFlightUntil: before.inFlightUntil,
+    });
+    expect(record.nextPollAt).toBeGreaterThan(hd.clock.now());
+    expect(Date.parse(c.pollAfter!)).toBe(record.nextPollAt);
+    expect((await trail(store, id)).slice(-2)).toEqual([
+      expect.stringMatching(/^\d+:executing:executing>executing@2$/),
+      expect.stringMatching(/^\d+:withdrawn:executing>executing@1$/),
+    ]);
+
+    // The retry was not spent: the next poll proves absence again and makes it, once.
+    const later = await runner.poll(id);
+    expect(later).toMatchObject({ status: 'verified', attempt: 2 });
+    expect(callsTo(hd.ledger, 'refund')).toHaveLength(2);
+    expect(hd.ledger.entries()).toHaveLength(1);
+  });
 });
