@@ -290,6 +290,15 @@ function migrate(db: SqliteLike, where: { field: string; what: string }): void {
   }
 }
 
+/**
+ * Whether text bound through this handle reaches SQLite whole past a NUL character. better-sqlite3's does;
+ * node:sqlite's ends the text at the first one, so 'key\0x' would be stored, and looked up, as 'key'.
+ */
+export function bindsWholeText(db: SqliteLike): boolean {
+  const row = db.prepare('SELECT ? AS text').get('a\0b') as { text?: unknown } | undefined;
+  return row?.text === 'a\0b';
+}
+
 /** Rolls back an open transaction, ignoring the error SQLite raises when a failure already ended it. */
 export function rollbackQuietly(db: SqliteLike): void {
   try {

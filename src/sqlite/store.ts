@@ -11,9 +11,12 @@ import {
   requirePositiveInt,
   requireRenewArgs,
   requireStorableOperation,
+  requireStorableText,
   requireString,
   requireTime,
   requireUnchangedIdentity,
+  storableText,
+  unmatchableFilter,
 } from '../store/records.js';
 import {
   type Claim,
@@ -39,7 +42,7 @@ import {
   recordFromValues,
   recordParams,
 } from './rows.js';
-import { rollbackQuietly } from './schema.js';
+import { bindsWholeText, rollbackQuietly } from './schema.js';
 import {
   BEGIN,
   CLAIM_ONE,
@@ -132,6 +135,10 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
   const open = (method: string) => {
     if (closed) throw new ReadbackError('store_closed', `${label} is closed; cannot ${method}`);
   };
+  // A handle that binds text only up to a NUL (node:sqlite) would store such text cut short, and a lookup by it
+  // could find another record: as on Postgres, it is refused, and a lookup by it finds nothing.
+  const nul = !bindsWholeText(db);
+  const findable = (text: unknown) => !nul || typeof text !== 'string' || storableText(text, true);
 
   // Our BEGIN would fail inside a caller's transaction, and nesting would also make our records
   // only as durable as the caller's eventual COMMIT; a record must be on disk before execute runs.
@@ -304,12 +311,12 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     requireString(op.id, 'op.id');
     requireString(op.idempotencyKey, 'op.idempotencyKey');
     requireTime(op.requestedAt, 'op.requestedAt');
-    requireEvent(event);
-    requireStorableOperation(op);
+    requireEvent(event, nul);
+    requireStorableOperation(op, nul);
     // The first transition rides in the reserve's INSERT: the row is created already moved (both events
     // appended), one statement and one commit. Checked here, so a refused start writes nothing.
     const record = newRecord(op);
-    if (start) applyStart(record, start);
+    if (start) applyStart(record, start, nul);
 
     // Records are never deleted, so a key found without the lock is final: a repeated request
     // (the common retry) answers from a snapshot read and never waits for the batch or its commit.
@@ -372,9 +379,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     event: NewEvent,
     guard: TransitionGuard,
   ): (() => OperationRecord | null) => {
-    requireEvent(event);
+    requireEvent(event, nul);
     requireKnownLifecycle(patch);
-    const { columns, values, json } = patchAssignments(patch, 'updatedAt');
+    const { columns, values, json } = patchAssignments(patch, 'updatedAt', nul);
     const updatedAt = patch.updatedAt ?? event.at;
     // The returned record's patched JSON fields are the values their texts were encoded from: decoding the
     // row's copy after the statement (and its fsync) would cost several times more.
@@ -387,7 +394,10 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       if ((patch as Partial<OperationRecord>)[field] !== undefined) checksIdentity = true;
     }
 
+    // An id or lease token this handle cannot bind whole names no row here (see `findable`).
+    const unmatchable = !findable(id) || !findable(guard.leaseToken);
     return () => {
+      if (unmatchable) return null;
       // The event's `from` is the lifecycle the UPDATE moved from. With one allowed lifecycle a match
       // proves it; with several (or an identity check) it is read first, under the write lock, so
       // nothing can change the row between this read and the UPDATE below.
@@ -455,18 +465,21 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
 
     async get(id) {
       open('get');
+      if (!findable(id)) return null;
       const row = rowById(id);
       return row === undefined ? null : recordFromValues(row);
     },
 
     async getByKey(idempotencyKey) {
       open('getByKey');
+      if (!findable(idempotencyKey)) return null;
       const row = rows(SELECT_BY_KEY).get(idempotencyKey);
       return row === undefined ? null : recordFromValues(row);
     },
 
     async events(id) {
       open('events');
+      if (!findable(id)) return [];
       return (stmt(SELECT_EVENTS).all(id) as EventRow[]).map(eventFromRow);
     },
 
@@ -474,6 +487,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
       open('list');
       if (filter.limit !== undefined) requirePositiveInt(filter.limit, 'filter.limit');
       if (filter.dueBefore !== undefined) requireTime(filter.dueBefore, 'filter.dueBefore');
+      if (nul && unmatchableFilter(filter, true)) return [];
       const { sql, params } = listSql(filter);
       return rows(sql)
         .all(...params)
@@ -483,6 +497,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
       const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
+      if (nul) requireStorableText(owner, 'owner', true);
       const named = actionsToWalk(actions);
       const selectDue = named ? selectDueByActionSql(named.length) : SELECT_DUE;
       const dueParams = named
@@ -523,6 +538,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async renewLease(id, leaseToken, leaseMs, now) {
       open('renewLease');
       requireRenewArgs(id, leaseToken, leaseMs, now);
+      if (!findable(id) || !findable(leaseToken)) return null;
       // A write like any other, so it queues behind (and commits with) writes made before it.
       return write(() => {
         const row = stmt(RENEW_LEASE).get(now + leaseMs, id, leaseToken) as

@@ -109,7 +109,7 @@ export function requireStorableText(value: unknown, field: string, nul = false):
   }
   throw new ReadbackError(
     'unstorable_value',
-    'holds a NUL character (\\u0000), which PostgreSQL cannot store',
+    'holds a NUL character (\\u0000), which this database cannot store as given',
     field,
   );
 }

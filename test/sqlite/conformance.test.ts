@@ -67,3 +67,76 @@ describe('sqliteStore({ database }) conformance, a handle whose rows are objects
     });
   }
 });
+
+// node:sqlite (Node 22) binds a string only up to its first NUL character, where better-sqlite3 binds all of it:
+// 'key\0x' is stored, and looked up, as 'key'. This handle binds the same way over a real better-sqlite3 database
+// (Node 20 has no node:sqlite); the store must find that out and refuse such text, as on Postgres, rather than
+// store it cut short or let a lookup of it find another record.
+function bindsUpToNul(opened: Handle) {
+  const cut = (params: unknown[]) => params.map((p) => (typeof p === 'string' ? p.split('\0')[0] : p));
+  return {
+    prepare(sql: string) {
+      const statement = opened.prepare(sql);
+      return {
+        run: (...params: unknown[]) => statement.run(...cut(params)),
+        get: (...params: unknown[]) => statement.get(...cut(params)),
+        all: (...params: unknown[]) => statement.all(...cut(params)),
+      };
+    },
+    exec: (sql: string) => opened.exec(sql),
+    close: () => opened.close(),
+    get isTransaction() {
+      return opened.inTransaction;
+    },
+  };
+}
+
+describe('sqliteStore({ database }) conformance, a handle that binds text up to its first NUL (as node:sqlite)', () => {
+  const cases = storeConformance(async () => sqliteStore({ database: bindsUpToNul(await openHandle()) }));
+  for (const c of cases) it(c.name, c.run);
+
+  it('a key holding a NUL is refused at reserve, and a lookup by it finds nothing, not the record it would be cut to', async () => {
+    const store = await sqliteStore({ database: bindsUpToNul(await openHandle()) });
+    const op = {
+      id: 'op-1',
+      action: 'a',
+      target: 't',
+      scope: {},
+      fingerprint: 'f',
+      idempotencyKey: 'key',
+      runId: 'r',
+      actor: null,
+      input: null,
+      requestedAt: 1,
+    };
+    const event = {
+      type: 'reserved',
+      at: 1,
+      from: null,
+      to: 'requested',
+      status: null,
+      actor: null,
+      attempt: 0,
+    } as const;
+    await store.reserve(op, event);
+    await expect(
+      store.reserve({ ...op, id: 'op-2', idempotencyKey: 'key\0two' }, event),
+    ).rejects.toMatchObject({
+      code: 'unstorable_value',
+      field: 'op.idempotencyKey',
+    });
+    expect(await store.getByKey('key\0two')).toBeNull();
+    expect(await store.get('op-1\0')).toBeNull();
+    expect(await store.events('op-1\0')).toEqual([]);
+    expect(await store.list({ runId: 'r\0' })).toEqual([]);
+    const moved = await store.transition(
+      'op-1\0',
+      ['requested'],
+      { lifecycle: 'executing' },
+      { ...event, type: 'x' },
+    );
+    expect(moved).toBeNull();
+    expect((await store.get('op-1'))?.lifecycle).toBe('requested');
+    await store.close();
+  });
+});
