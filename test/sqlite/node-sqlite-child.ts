@@ -47,7 +47,29 @@ const db = open();
 const store = await sqliteStore({ database: db });
 const completion = await createRunner({ store }).run(action, { id: 'a' }, { runId: 'r' });
 const events = (await store.events(completion.operationId)).map((e) => e.type);
-await store.close();
+
+// A handle its owner closed: refused at open, and every method of a store over it rejects as closed.
+const failure = (error: unknown) => {
+  const { code, field, message } = error as { code?: string; field?: string; message: string };
+  return { code, field, message };
+};
+const closedEarly = open();
+closedEarly.close();
+const atOpen = await sqliteStore({ database: closedEarly }).then(() => null, failure);
 db.close();
+const afterClose: Record<string, unknown> = {};
+const calls: [string, () => Promise<unknown>][] = [
+  ['get', () => store.get(completion.operationId)],
+  ['list', () => store.list()],
+  ['claimDue', () => store.claimDue(5, 1_000, 'reconciler', Date.now())],
+  ['transition', () => store.transition('x', ['requested'], { lifecycle: 'executing' }, reserved())],
+];
+for (const [name, call] of calls) afterClose[name] = await call().then(() => null, failure);
+await store.close();
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ node: process.version, cases, run: { status: completion.status, events } }));
+
+function reserved() {
+  return { type: 'x', at: Date.now(), from: null, to: null, status: null, actor: null, attempt: 0 };
+}
+const run = { status: completion.status, events };
+console.log(JSON.stringify({ node: process.version, cases, run, closed: { atOpen, afterClose } }));

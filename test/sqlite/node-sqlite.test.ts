@@ -55,7 +55,7 @@ afterAll(() => {
 });
 
 describe.skipIf('why' in node)('sqliteStore over node:sqlite (a real DatabaseSync)', () => {
-  it('passes the whole conformance suite, and a committed action verifies', async () => {
+  it('passes the whole conformance suite, verifies a committed action, and says when its owner closed it', async () => {
     compiled = await compileSources(['test/sqlite/node-sqlite-child.ts'], 'node-sqlite');
     const child = join(compiled, 'test', 'sqlite', 'node-sqlite-child.js');
     const { stdout } = await run((node as { bin: string }).bin, ['--no-warnings', child], {
@@ -65,11 +65,23 @@ describe.skipIf('why' in node)('sqliteStore over node:sqlite (a real DatabaseSyn
       node: string;
       cases: { name: string; error?: string }[];
       run: { status: string; events: string[] };
+      closed: { atOpen: unknown; afterClose: Record<string, { code: string; message: string }> };
     };
     const [major = 0, minor = 0] = report.node.slice(1).split('.').map(Number);
     expect(major > 22 || (major === 22 && minor >= 5)).toBe(true);
     expect(report.cases.map((c) => c.name)).toEqual(storeConformance(() => ({}) as never).map((c) => c.name));
     expect(report.cases.filter((c) => c.error)).toEqual([]);
     expect(report.run).toEqual({ status: 'verified', events: ['reserved', 'executing', 'settled'] });
+    // node:sqlite's own words for a closed database ("database is not open") become readback's.
+    expect(report.closed.atOpen).toEqual({
+      code: 'invalid_options',
+      field: 'database',
+      message: 'database: is closed; pass an open handle, and close it only after the store',
+    });
+    for (const [name, error] of Object.entries(report.closed.afterClose)) {
+      expect({ name, code: error.code }).toEqual({ name, code: 'store_closed' });
+      expect(error.message).toContain('its database handle was closed by its owner');
+    }
+    expect(Object.keys(report.closed.afterClose)).toEqual(['get', 'list', 'claimDue', 'transition']);
   }, 180_000);
 });
