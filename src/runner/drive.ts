@@ -166,8 +166,9 @@ export class Drive extends FollowUp {
       return this.executeUnrecorded(error);
     }
     if (!moved) return this.superseded();
-    // The caller may have aborted while the move was written: nothing has run yet.
-    if (this.run.signal.aborted) return this.withdraw(before);
+    // The caller may have aborted (or a reconciler begun stopping) while the move was written: nothing has run yet.
+    const blocked = this.executeBlocked();
+    if (blocked) return this.withdraw(before, blocked);
     return this.executeStep();
   }
 
@@ -180,7 +181,7 @@ export class Drive extends FollowUp {
     if (!this.run.signal.aborted) return this.executeStep();
     // Back to the record as a reserve without the start leaves it.
     const reserved = { lifecycle: 'requested', attempt: 0, executedAt: null, inFlightUntil: null } as const;
-    return this.withdraw({ ...reserved, requestedAt: this.record.requestedAt });
+    return this.withdraw({ ...reserved, requestedAt: this.record.requestedAt }, 'aborted');
   }
 
   /**
@@ -190,21 +191,21 @@ export class Drive extends FollowUp {
    * same abort found a moment earlier would have ended it: a first attempt failed/aborted and re-runnable under the
    * same key, a retry unknown/aborted and due again, its retry not spent.
    */
-  private withdraw(before: WithdrawnTo): Promise<Completion> {
+  private withdraw(before: WithdrawnTo, why: string): Promise<Completion> {
     const at = this.env.clock.now();
     const first = before.lifecycle === 'requested';
     const outcome = first
       ? this.outcome({
           status: 'failed',
           errorCode: 'aborted',
-          reason: 'aborted before execute',
+          reason: `${why} before execute`,
           attempt: 0,
           nothingExecuted: true,
         })
       : this.outcome({
           status: 'unknown',
           errorCode: 'aborted',
-          reason: 'aborted before the retry',
+          reason: `${why} before the retry`,
           attempt: before.attempt,
         });
     const nextPollAt = first ? null : this.undecidedRetryAt(at, before);
@@ -219,6 +220,7 @@ export class Drive extends FollowUp {
       inFlightUntil: before.inFlightUntil,
       nextPollAt,
     };
+    this.releaseLease(patch);
     const event = { type: 'withdrawn', detail: { errorCode: 'aborted' } };
     return this.move(['executing'], patch, event, this.record.attempt).then((ok) =>
       ok ? completion : this.superseded(),

@@ -137,9 +137,14 @@ export abstract class FollowUp extends RecordWriter {
     }
     // A shadow run never repeats the live tool's call: that would change what the tool does.
     if (action.safeToRepeat === true && !this.shadow && this.record.attempt <= this.env.retryBudget) {
-      // A caller that stopped waiting must not set off a new attempt: the retry is left to the next drive.
-      if (this.run.signal.aborted) {
-        return this.unresolved({ at: reading.at, code: 'aborted', reason: 'aborted before the retry' }, seen);
+      // A caller that stopped waiting, or a reconciler that is stopping, must not set off a new attempt: the retry
+      // is left to the next drive.
+      const blocked = this.executeBlocked();
+      if (blocked) {
+        return this.unresolved(
+          { at: reading.at, code: 'aborted', reason: `${blocked} before the retry` },
+          seen,
+        );
       }
       this.pendingDetail = { ...this.pendingDetail, retry: 'absence proven after the settlement window' };
       return this.execute();

@@ -93,14 +93,15 @@ export async function reconcileLoop(
       },
     );
     try {
-      // Claimed work is never aborted mid-step: a stop request only ends the loop between rounds.
+      // Claimed work is never aborted mid-step: a stop request ends the loop between rounds, and keeps the
+      // drives from starting a new execute (a retry stays due for the next run); their reads and writes finish.
       const facts = { runId: claim.record.runId, entry: 'reconcile', actor: owner } as const;
       trace = env.tracer?.begin(action, facts, claim.record);
       const d = new Drive(
         env,
         action,
         claim.record,
-        { signal: NEVER_ABORTED, actor: owner, trace },
+        { signal: NEVER_ABORTED, stopping: signal, actor: owner, trace },
         claim.leaseToken,
       );
       const c: Completion = await d.reconcile();

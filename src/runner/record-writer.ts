@@ -33,6 +33,11 @@ export interface DriveEnv {
 /** The run a drive acts for: its signal, actor, trace and shadow state. */
 export type DriveRun = Pick<RunContext, 'signal' | 'actor'> & {
   signal: AbortSignal;
+  /**
+   * A reconciler's stop: once it aborts, the drive starts no new execute (a retry is left due for the next run),
+   * while its steps, reads and writes finish as they would (they never see it).
+   */
+  stopping?: AbortSignal | undefined;
   trace?: RunTrace | undefined;
   shadow?: ShadowState | undefined;
 };
@@ -137,12 +142,7 @@ export class RecordWriter {
     if (nextPollAt !== null) outcome.pollAfter = nextPollAt;
     const completion = this.form(outcome);
     const patch: RecordPatch = { lifecycle: to, status: outcome.status, completion, nextPollAt };
-    if (this.leaseToken) {
-      // The drive's last write gives the lease back, so the record is claimable again when next due.
-      patch.leaseOwner = null;
-      patch.leaseToken = null;
-      patch.leaseExpiresAt = null;
-    }
+    this.releaseLease(patch);
     if (outcome.observedAt !== undefined) patch.lastObservedAt = outcome.observedAt;
     const detail: Record<string, unknown> = { errorCode: outcome.errorCode ?? null };
     if (completion.shadow) detail.shadow = completion.shadow;
@@ -155,6 +155,23 @@ export class RecordWriter {
       // What was stored is what every later read returns: answer with it when text had to be rendered.
       return this.renderedWrite && this.record.completion ? this.record.completion : completion;
     });
+  }
+
+  /**
+   * Under a reconciler's lease, makes `patch` (the drive's last write) give the lease back, so the record is
+   * claimable again when next due.
+   */
+  protected releaseLease(patch: RecordPatch): void {
+    if (!this.leaseToken) return;
+    patch.leaseOwner = null;
+    patch.leaseToken = null;
+    patch.leaseExpiresAt = null;
+  }
+
+  /** Why no new execute may start now (the caller aborted, or the reconciler driving this is stopping), if so. */
+  protected executeBlocked(): 'aborted' | 'the reconciler stopped' | undefined {
+    if (this.run.signal.aborted) return 'aborted';
+    return this.run.stopping?.aborted ? 'the reconciler stopped' : undefined;
   }
 
   protected outcome(partial: Partial<Outcome> & Pick<Outcome, 'status'>): Outcome {

@@ -2,7 +2,7 @@
 // drive's own move after a baseline read, or by a retry's) must get what the same abort a moment earlier gets:
 // nothing executed; a first attempt failed and re-runnable under the same key, a retry unknown and not spent. The
 // store writes the move before the abort lands, so it is withdrawn; the stores here are real, and the truth is
-// whether the target was ever written.
+// whether the target was ever written. A reconciler's stop works the same way for the retries it would make.
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/postgres/index.js';
@@ -183,4 +183,83 @@ describe('abort while a retry is written', () => {
     expect(callsTo(hd.ledger, 'refund')).toHaveLength(2);
     expect(hd.ledger.entries()).toHaveLength(1);
   });
+});
+
+describe('a reconciler that is stopping starts no retry', () => {
+  async function lostRefundDue() {
+    const hd = createHelpdesk();
+    const store = memoryStore();
+    const runner = createRunner({
+      store,
+      clock: hd.clock,
+      random: () => 0.5,
+      actions: Object.values(hd.actions),
+    });
+    hd.ledger.faults.failNextWrite = true;
+    const c = await runner.run(hd.actions.refundOrder, { orderId: '42', amountCents: 1999 }, ctx);
+    expect(c).toMatchObject({ status: 'unknown', errorCode: 'in_flight', attempt: 1 });
+    // Past the in-flight window and the record's due time: a reconciler would prove absence and retry.
+    hd.clock.advance(hd.actions.refundOrder.maxInFlightMs + hd.actions.refundOrder.executeTimeoutMs);
+    return { hd, store, runner, id: c.operationId };
+  }
+
+  /** The store, except that `stop` aborts right after the call `when` picks was handed to it. */
+  function stoppingAfter(
+    store: OperationStore,
+    stop: AbortController,
+    when: 'claimDue' | 'retry',
+  ): OperationStore {
+    return new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          const retrying = key === 'transition' && (args[2] as { attempt?: number }).attempt === 2;
+          if ((when === 'claimDue' && key === 'claimDue') || (when === 'retry' && retrying)) stop.abort();
+          return result;
+        };
+      },
+    });
+  }
+
+  for (const when of ['claimDue', 'retry'] as const) {
+    const at = when === 'claimDue' ? 'right after its claim' : "while the retry's move is written";
+    it(`stopped ${at}: the claimed drive reads, writes and gives its lease back, and the retry waits for the next run`, async () => {
+      const { hd, store, runner, id } = await lostRefundDue();
+      const stop = new AbortController();
+      const reconciler = createRunner({
+        store: stoppingAfter(store, stop, when),
+        clock: hd.clock,
+        random: () => 0.5,
+        actions: Object.values(hd.actions),
+      });
+      const report = await reconciler.reconcile({ once: true, signal: stop.signal });
+      expect(stop.signal.aborted).toBe(true);
+      expect(report).toMatchObject({ claimed: 1, byStatus: { unknown: 1 }, errors: 0 });
+      expect(callsTo(hd.ledger, 'refund')).toHaveLength(1);
+      const record = (await store.get(id))!;
+      expect(record).toMatchObject({
+        lifecycle: 'executing',
+        attempt: 1,
+        leaseToken: null,
+        leaseOwner: null,
+      });
+      expect(record.completion).toMatchObject({
+        status: 'unknown',
+        errorCode: 'aborted',
+        reason: 'the reconciler stopped before the retry',
+      });
+      expect(record.nextPollAt).toBeGreaterThan(hd.clock.now());
+      const types = (await store.events(id)).map((e) => e.type);
+      expect(types.at(-1)).toBe(when === 'retry' ? 'withdrawn' : 'status');
+
+      // The next run, not stopping, makes the retry once it is due.
+      hd.clock.advance(record.nextPollAt! - hd.clock.now());
+      await runner.reconcile({ once: true });
+      expect(await store.get(id)).toMatchObject({ status: 'verified', attempt: 2 });
+      expect(callsTo(hd.ledger, 'refund')).toHaveLength(2);
+      expect(hd.ledger.entries()).toHaveLength(1);
+    });
+  }
 });
