@@ -185,13 +185,13 @@ export class Drive extends FollowUp {
   }
 
   /**
-   * The caller aborted while a move to executing was written (by the reserve that started the record, or by this
-   * drive): execute was never called, so the move is withdrawn. The record goes back to what it held `before` (its
-   * lifecycle, attempt and in-flight window; a `withdrawn` event keeps the move on the trail) and the call ends as the
-   * same abort found a moment earlier would have ended it: a first attempt failed/aborted and re-runnable under the
-   * same key, a retry unknown/aborted and due again, its retry not spent.
+   * The caller aborted (`why`: or the reconciler driving this began stopping) while a move to executing was written,
+   * by the reserve that started the record or by this drive: execute was never called, so the move is withdrawn. The
+   * record goes back to what it held `before` (its lifecycle, attempt and in-flight window; a `withdrawn` event keeps
+   * the move on the trail) and the call ends as the same stop found a moment earlier would have ended it: a first
+   * attempt failed/aborted and re-runnable under the same key, a retry unknown/aborted and due again, not spent.
    */
-  private withdraw(before: WithdrawnTo, why: string): Promise<Completion> {
+  private withdraw(before: WithdrawnTo, why: 'aborted' | 'the reconciler stopped'): Promise<Completion> {
     const at = this.env.clock.now();
     const first = before.lifecycle === 'requested';
     const outcome = first
