@@ -42,21 +42,16 @@ import {
   recordFromValues,
   recordParams,
 } from './rows.js';
-import { bindsWholeText, rollbackQuietly } from './schema.js';
+import { bindsWholeText } from './schema.js';
 import {
-  BEGIN,
   CLAIM_ONE,
-  COMMIT,
   DELETE_EVENTS,
   DELETE_SETTLED,
   INSERT_EVENT,
   INSERT_OPERATION,
   listSql,
   OPERATION_COLUMN_NAMES,
-  RELEASE,
   RENEW_LEASE,
-  ROLLBACK_TO,
-  SAVEPOINT,
   SELECT_BY_ID,
   SELECT_BY_KEY,
   SELECT_DUE,
@@ -69,6 +64,7 @@ import {
   selectDueParams,
   updateOperationSql,
 } from './sql.js';
+import { createWriter } from './writer.js';
 
 const MAX_CACHED_STATEMENTS = 256;
 
@@ -82,21 +78,6 @@ export interface StoreBinding {
   groupCommit?: boolean;
 }
 
-/** A write waiting for the next group commit, with the callbacks of the promise its caller holds. */
-interface PendingWrite {
-  body: () => unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-  /** The one operation the write is for (reserve, transition), so the store can tell a lone writer. */
-  solo?: SoloWrite;
-}
-
-/** Names a write's operation and says, from its result, whether the write ended (settled) it. */
-interface SoloWrite {
-  id: string;
-  ends: (value: unknown) => boolean;
-}
-
 /** What SELECT_IDENTITY returns. */
 interface IdentityRow {
   id: string;
@@ -106,8 +87,6 @@ interface IdentityRow {
   lifecycle: string;
 }
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
 const reserveEnded = (value: unknown) =>
   (value as { record: OperationRecord }).record.lifecycle === 'settled';
 const transitionEnded = (value: unknown) => (value as OperationRecord | null)?.lifecycle === 'settled';
@@ -115,14 +94,9 @@ const transitionEnded = (value: unknown) => (value as OperationRecord | null)?.l
 /**
  * The `OperationStore` over a prepared SQLite connection. Both drivers are synchronous, so SQL on
  * one connection never interleaves; writes take BEGIN IMMEDIATE so calls from other connections and
- * processes serialize on the file's write lock.
- *
- * Group commit (the default): a write (`reserve`, `transition`, `claimDue`) is queued, and one flush
- * on the next macrotask (`setImmediate`) runs every queued write in a single transaction, each in its
- * own SAVEPOINT, in the order they were called (a lone writer, see `lone`, is flushed at once). A
- * write that throws is rolled back to its savepoint and rejects alone; the others see exactly what sequential execution in queue order gives them. Nothing
- * resolves before the COMMIT returns, so an acknowledged write is as durable as `durability` promises;
- * if BEGIN or COMMIT fails, every write of that batch rejects and none of them is on disk.
+ * processes serialize on the file's write lock. Every write goes through `createWriter` (writer.ts): group
+ * commit by default, and nothing resolves before its COMMIT returns, so an acknowledged write is as durable as
+ * `durability` promises.
  */
 export function createSqliteStore({ db, owned, label, groupCommit = true }: StoreBinding): OperationStore {
   let closed = false;
@@ -140,155 +114,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
   const nul = !bindsWholeText(db);
   const findable = (text: unknown) => !nul || typeof text !== 'string' || storableText(text, true);
 
-  // Our BEGIN would fail inside a caller's transaction, and nesting would also make our records
-  // only as durable as the caller's eventual COMMIT; a record must be on disk before execute runs.
-  const requireOwnTransaction = () => {
-    if (db.inTransaction === true || db.isTransaction === true) {
-      throw new ReadbackError(
-        'store_conflict',
-        `${label}: the database handle is inside a transaction; readback commits its own records`,
-      );
-    }
-  };
-
-  // One transaction per write: what `groupCommit: false` runs, synchronously inside the call.
-  const writeNow = <T>(body: () => T): T => {
-    requireOwnTransaction();
-    stmt(BEGIN).run();
-    try {
-      const result = body();
-      stmt(COMMIT).run();
-      return result;
-    } catch (error) {
-      rollbackQuietly(db);
-      throw error;
-    }
-  };
-
-  let queue: PendingWrite[] = [];
-  let flushScheduled = false;
-  // What the last transaction tells about concurrency: when it held one write, the operation it was for
-  // and whether that write ended it. Undefined after a batch of several writes or a claim.
-  let lastAlone: { id: string; ended: boolean } | undefined;
-
-  // Runs the batch in one transaction and commits the writes that succeeded; undefined when the transaction
-  // itself failed (BEGIN, COMMIT, or SQLite ending it) and every write was rejected. Not isolated, the writes
-  // run back to back and the first that throws rolls the whole transaction back ('isolate': run it again
-  // isolated). Isolated, each write of several runs in its own SAVEPOINT, so one that throws is undone alone.
-  const runBatch = (batch: PendingWrite[], isolate: boolean): Outcome[] | 'isolate' | undefined => {
-    try {
-      requireOwnTransaction();
-      stmt(BEGIN).run();
-    } catch (error) {
-      for (const write of batch) write.reject(error);
-      return undefined;
-    }
-    const outcomes: Outcome[] = [];
-    try {
-      if (!isolate) {
-        for (const write of batch) outcomes.push({ ok: true, value: write.body() });
-      } else if (batch.length === 1) {
-        // Alone in its transaction, a write needs no savepoint: a failure rolls the whole thing back.
-        try {
-          outcomes.push({ ok: true, value: batch[0]!.body() });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
-        }
-      } else {
-        for (const write of batch) {
-          stmt(SAVEPOINT).run();
-          try {
-            const value = write.body();
-            stmt(RELEASE).run();
-            outcomes.push({ ok: true, value });
-          } catch (error) {
-            try {
-              stmt(ROLLBACK_TO).run();
-              stmt(RELEASE).run();
-            } catch {
-              // SQLite ended the whole transaction itself (SQLITE_FULL, SQLITE_IOERR): the writes
-              // before this one are gone too, so the batch fails with the error that caused it.
-              throw error;
-            }
-            outcomes.push({ ok: false, error });
-          }
-        }
-      }
-    } catch (error) {
-      rollbackQuietly(db);
-      if (!isolate) return 'isolate';
-      for (const write of batch) write.reject(error);
-      return undefined;
-    }
-    try {
-      if (outcomes.some((o) => o.ok)) stmt(COMMIT).run();
-      else rollbackQuietly(db);
-    } catch (error) {
-      rollbackQuietly(db);
-      for (const write of batch) write.reject(error);
-      return undefined;
-    }
-    return outcomes;
-  };
-
-  // Runs every queued write in one transaction. Synchronous from BEGIN to the last settle, so no read
-  // or write of this connection can land in the middle of a batch. A batch of several first runs without
-  // savepoints: they cost each write two statements and SQLite a copy of every page it touches, and
-  // almost no batch needs one. The writes are functions of what the file holds, so running them again
-  // after a rollback gives what the first run would have, had the failing write been undone alone.
-  const flush = () => {
-    flushScheduled = false;
-    const batch = queue;
-    queue = [];
-    if (batch.length === 0) return;
-    let outcomes = runBatch(batch, batch.length === 1);
-    if (outcomes === 'isolate') outcomes = runBatch(batch, true);
-    if (outcomes === undefined || outcomes === 'isolate') return;
-    const only = batch.length === 1 ? batch[0]! : undefined;
-    const first = outcomes[0]!;
-    lastAlone = only?.solo && first.ok ? { id: only.solo.id, ended: only.solo.ends(first.value) } : undefined;
-    // Only now, after COMMIT returned, is any write acknowledged.
-    batch.forEach((write, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) write.resolve(outcome.value);
-      else write.reject(outcome.error);
-    });
-  };
-
-  // A lone writer — the last transaction held one write, for this same operation or for one that it
-  // ended — commits at once instead of waiting a macrotask for company: a sequential caller (one action
-  // at a time, its reserve, executing and settle writes) has none coming, and the wait cost it more than
-  // the SQL. Concurrent operations interleave their writes (or arrive together and batch), which breaks
-  // the chain, so from then on they queue and batch as before.
-  const lone = (solo: SoloWrite | undefined): boolean =>
-    solo !== undefined &&
-    lastAlone !== undefined &&
-    queue.length === 0 &&
-    !flushScheduled &&
-    (lastAlone.id === solo.id || lastAlone.ended);
-
-  const write = <T>(body: () => T, solo?: SoloWrite): Promise<T> => {
-    if (!groupCommit) return Promise.resolve(writeNow(body));
-    if (lone(solo)) {
-      // A batch of one, committed inside the call (what groupCommit: false does), and still lone after.
-      let value: T;
-      try {
-        value = writeNow(body);
-      } catch (error) {
-        lastAlone = undefined;
-        return Promise.reject(error);
-      }
-      lastAlone = { id: solo!.id, ended: solo!.ends(value) };
-      return Promise.resolve(value);
-    }
-    return new Promise<T>((resolve, reject) => {
-      queue.push({ body, resolve: resolve as (value: unknown) => void, reject, solo });
-      if (!flushScheduled) {
-        flushScheduled = true;
-        setImmediate(flush);
-      }
-    });
-  };
+  const { write, flush, queued, lone } = createWriter({ db, stmt, label, groupCommit });
 
   const rowById = (id: string) => rows(SELECT_BY_ID).get(id);
 
@@ -324,7 +150,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     // A lone writer skips it: its write runs at once (waiting only if another process holds the
     // write lock), and its INSERT checks the key anyway.
     const solo = { id: op.id, ends: reserveEnded };
-    if (queue.length === 0 && !lone(solo)) {
+    if (queued() === 0 && !lone(solo)) {
       const known = rows(SELECT_BY_KEY).get(op.idempotencyKey);
       if (known !== undefined) return Promise.resolve({ record: recordFromValues(known), created: false });
     }

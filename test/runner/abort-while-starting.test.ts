@@ -125,27 +125,30 @@ describe.each(stores)('abort while the start is written: %s', (_name, available,
   }
 });
 
-describe('abort while a retry is written', () => {
-  /** A refund whose request was lost (nothing landed), past its in-flight window: the next drive retries it. */
-  async function lostRefund() {
-    const hd = createHelpdesk();
-    const store = memoryStore();
-    const runner = createRunner({
-      store,
-      clock: hd.clock,
-      random: () => 0.5,
-      actions: Object.values(hd.actions),
-    });
-    hd.ledger.faults.failNextWrite = true;
-    const c = await runner.run(hd.actions.refundOrder, { orderId: '42', amountCents: 1999 }, ctx);
-    expect(c).toMatchObject({ status: 'unknown', errorCode: 'in_flight', attempt: 1 });
-    hd.clock.advance(hd.actions.refundOrder.maxInFlightMs);
-    const before = (await store.get(c.operationId))!;
-    return { hd, store, runner, id: c.operationId, before };
-  }
+/**
+ * A refund whose request was lost (nothing landed), `past` ms after it: past its in-flight window, the next drive
+ * proves absence and retries it (a reconciler also needs it due: past the execute timeout too).
+ */
+async function lostRefund(past: (action: { maxInFlightMs: number; executeTimeoutMs: number }) => number) {
+  const hd = createHelpdesk();
+  const store = memoryStore();
+  const runner = createRunner({
+    store,
+    clock: hd.clock,
+    random: () => 0.5,
+    actions: Object.values(hd.actions),
+  });
+  hd.ledger.faults.failNextWrite = true;
+  const c = await runner.run(hd.actions.refundOrder, { orderId: '42', amountCents: 1999 }, ctx);
+  expect(c).toMatchObject({ status: 'unknown', errorCode: 'in_flight', attempt: 1 });
+  hd.clock.advance(past(hd.actions.refundOrder));
+  const before = (await store.get(c.operationId))!;
+  return { hd, store, runner, id: c.operationId, before };
+}
 
+describe('abort while a retry is written', () => {
   it('through poll: the retry is withdrawn, not spent, and a later poll makes it', async () => {
-    const { hd, store, runner, id, before } = await lostRefund();
+    const { hd, store, runner, id, before } = await lostRefund((a) => a.maxInFlightMs);
     const controller = new AbortController();
     const aborting = createRunner({
       store: abortingOnStart(store, controller),
@@ -186,23 +189,6 @@ describe('abort while a retry is written', () => {
 });
 
 describe('a reconciler that is stopping starts no retry', () => {
-  async function lostRefundDue() {
-    const hd = createHelpdesk();
-    const store = memoryStore();
-    const runner = createRunner({
-      store,
-      clock: hd.clock,
-      random: () => 0.5,
-      actions: Object.values(hd.actions),
-    });
-    hd.ledger.faults.failNextWrite = true;
-    const c = await runner.run(hd.actions.refundOrder, { orderId: '42', amountCents: 1999 }, ctx);
-    expect(c).toMatchObject({ status: 'unknown', errorCode: 'in_flight', attempt: 1 });
-    // Past the in-flight window and the record's due time: a reconciler would prove absence and retry.
-    hd.clock.advance(hd.actions.refundOrder.maxInFlightMs + hd.actions.refundOrder.executeTimeoutMs);
-    return { hd, store, runner, id: c.operationId };
-  }
-
   /** The store, except that `stop` aborts right after the call `when` picks was handed to it. */
   function stoppingAfter(
     store: OperationStore,
@@ -226,7 +212,7 @@ describe('a reconciler that is stopping starts no retry', () => {
   for (const when of ['claimDue', 'retry'] as const) {
     const at = when === 'claimDue' ? 'right after its claim' : "while the retry's move is written";
     it(`stopped ${at}: the claimed drive reads, writes and gives its lease back, and the retry waits for the next run`, async () => {
-      const { hd, store, runner, id } = await lostRefundDue();
+      const { hd, store, runner, id } = await lostRefund((a) => a.maxInFlightMs + a.executeTimeoutMs);
       const stop = new AbortController();
       const reconciler = createRunner({
         store: stoppingAfter(store, stop, when),
