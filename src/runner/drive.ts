@@ -178,10 +178,11 @@ export class Drive extends FollowUp {
    */
   startMoved(): Promise<Completion> {
     this.run.trace?.transition('executing', 'requested', this.record, this.record.updatedAt);
-    if (!this.run.signal.aborted) return this.executeStep();
+    const blocked = this.executeBlocked();
+    if (!blocked) return this.executeStep();
     // Back to the record as a reserve without the start leaves it.
     const reserved = { lifecycle: 'requested', attempt: 0, executedAt: null, inFlightUntil: null } as const;
-    return this.withdraw({ ...reserved, requestedAt: this.record.requestedAt }, 'aborted');
+    return this.withdraw({ ...reserved, requestedAt: this.record.requestedAt }, blocked);
   }
 
   /**
