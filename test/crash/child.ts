@@ -79,7 +79,8 @@ if (config.role === 'run') {
         runId: `crash-${process.pid}`,
         wait: config.wait,
       });
-      statuses[op.key] = c.status;
+      // With the code, so a run that did not verify says why.
+      statuses[op.key] = c.errorCode ? `${c.status}/${c.errorCode}` : c.status;
     }
   };
   await Promise.all(Array.from({ length: config.concurrency }, worker));

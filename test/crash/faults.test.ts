@@ -88,9 +88,13 @@ describe('two processes writing one store file', () => {
       expect(events.some((e) => e.type === 'executing')).toBe(true);
       expect(events.at(-1)!.to).toBe('settled');
     }
-    // Busy handling: no run saw the store fail.
-    for (const s of statuses)
-      expect(Object.values(s).filter((v) => v !== 'verified' && v !== 'pending')).toEqual([]);
+    // Busy handling: no run saw the store fail. A run may still end unknown for the fake provider's own sake (under
+    // load its write can fail ambiguously: unknown/in_flight), which the recovery above settled verified.
+    for (const s of statuses) {
+      expect(Object.entries(s).filter(([, v]) => v.endsWith('/store_unavailable'))).toEqual([]);
+      const open = Object.entries(s).filter(([, v]) => !['verified', 'pending'].includes(v.split('/')[0]!));
+      for (const [key, v] of open) expect([key, v]).toEqual([key, 'unknown/in_flight']);
+    }
     await store.close();
     target.close();
   }, 60_000);
