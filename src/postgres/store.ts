@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { ReadbackError } from '../errors.js';
 import {
   applyStart,
@@ -41,9 +41,21 @@ import {
   type ReserveStart,
   type TransitionGuard,
 } from '../store/types.js';
-import { RESERVE_KEY, writeBatcher } from './batch.js';
-import { isUniqueViolation, type PgNamedQuery, type PgQueryable, type PgResult } from './driver.js';
-import { type ReconnectPolicy, withReconnect } from './retry.js';
+import { RESERVE_KEY } from './batch.js';
+import { isUniqueViolation, type PgQueryable } from './driver.js';
+import {
+  DETAIL_PARAM,
+  INPUT_PARAM,
+  pushEventValues,
+  pushStartValues,
+  refuseUnstorableJson,
+  SCOPE_PARAM,
+  startJson,
+  WRITE_ID_PARAM,
+  wholeMs,
+} from './params.js';
+import type { ReconnectPolicy } from './retry.js';
+import { createSender, type Write, type WrittenRow } from './send.js';
 import { transitionShapes } from './shapes.js';
 import {
   claimDueByActionSql,
@@ -55,8 +67,6 @@ import {
   statementsFor,
   type Tables,
 } from './sql.js';
-
-const MAX_CACHED_TEXTS = 256;
 
 /** Whose clock decides lease expiry and liveness: the database server's, or the `now` each caller passes. */
 export type LeaseClock = 'database' | 'caller';
@@ -79,44 +89,8 @@ export interface PgStoreBinding {
   groupCommit?: boolean;
 }
 
-const rowsOf = <Row>(result: { rows: Row[] }) => result.rows;
-
-/** The row CTE statements return: an operation row plus the seq of the event just appended. */
-type WrittenRow = OperationRow & { event_seq?: number };
-
-/** A `selectWrite` row: the event a write appended (`seq`) and the operation as it is now. */
-type FoundWrite = OperationRow & { seq: number; event_seq: number };
-
 /** What a reserve answers. */
 type Reservation = { record: OperationRecord; created: boolean };
-
-/** One write: its statement, the write id its event carries, and how its rows (or its found event) answer. */
-interface Write<T> {
-  text: string;
-  values: unknown[];
-  /** The operation written. */
-  id: string;
-  writeId: string;
-  /** The answer from the statement's rows. */
-  apply: (written: WrittenRow[]) => T | Promise<T>;
-  /** The answer from the write's own event, found by a retry after a lost connection. */
-  found: (write: FoundWrite) => T;
-}
-
-// Which statements are retried after a connection error, and why that is safe (withReconnect only
-// retries when the connection failed, so the statement either never ran or its COMMIT outcome is unknown):
-// - reads (get, getByKey, events, list): no effect, so running them again is harmless.
-// - claimDue: if a lost claim did commit, those rows are leased to this owner under tokens it never
-//   learned; nobody can write them until the lease lapses, then any reconciler claims them afresh. A
-//   retry claims other rows. So a lost claim delays work by one lease and never duplicates it.
-// - renewLease: a compare-and-set on the token that only moves expiry forward; applying it twice is
-//   the same as applying it once a moment later.
-// - reserve and transition: NOT blindly re-applied. Each call carries a fresh write id stored on the
-//   event it appends. A retry first looks that id up: found means the earlier try committed, and its
-//   result is rebuilt from the database. Not found means it did not commit yet; the statement runs again
-//   as a compare-and-set, and the unique (operation_id, write_id) index turns a late commit of the first
-//   try into a unique violation of the second (or vice versa), so the write lands at most once.
-// A caller's own pool gets no retries: its owner decides how connections are handled.
 
 /** The `OperationStore` over a Postgres pool or client; every write is one atomic statement. */
 export function createPostgresStore({
@@ -136,121 +110,19 @@ export function createPostgresStore({
     return reserveBatch;
   };
   const shapeOf = transitionShapes(tables);
+  const { rows, writeOnce, batcher } = createSender({
+    db,
+    selectWrite: sql.selectWrite,
+    namedStatements,
+    reconnect,
+    groupCommit,
+  });
   // The claim text for each count of named actions, built once.
   const claimByAction: string[] = [];
   let closed = false;
 
   const open = (method: string) => {
     if (closed) throw new ReadbackError('store_closed', `${label} is closed; cannot ${method}`);
-  };
-
-  // A pg.Pool runs queries on many connections at once; a single client (pg.Client) must get them
-  // one at a time (pg@8 queues them with a deprecation warning, pg@9 will refuse), so queue them here.
-  const serial = typeof (db as { totalCount?: unknown }).totalCount !== 'number';
-  let tail: Promise<unknown> = Promise.resolve();
-  // A named statement is parsed and planned once per connection; after that each call only binds and
-  // executes, which roughly halves the server's work for these short statements.
-  const names = new Map<string, string>();
-  const send = (text: string, values: unknown[]): Promise<PgResult> => {
-    if (!namedStatements) return db.query(text, values);
-    let name = names.get(text);
-    if (name === undefined) {
-      if (names.size >= MAX_CACHED_TEXTS) names.clear();
-      name = `readback_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-      names.set(text, name);
-    }
-    return (db.query as unknown as (config: PgNamedQuery) => Promise<PgResult>)({ name, text, values });
-  };
-  const query = (text: string, values: unknown[]) => {
-    if (!serial) return send(text, values);
-    const run = tail.then(() => send(text, values));
-    tail = run.catch(() => undefined);
-    return run;
-  };
-
-  // Plain promise chains rather than async functions on the write path: each async layer costs a promise
-  // and microtask turns per statement, a measurable share of an action that waits on three statements.
-  // Resolves to the whole result, so a caller reading the rows needs no `then` of ours.
-  const sendOnce = <Row>(text: string, values: unknown[]): Promise<{ rows: Row[] }> => {
-    try {
-      return query(text, values) as Promise<unknown> as Promise<{ rows: Row[] }>;
-    } catch (error) {
-      // A driver that throws instead of rejecting is reported the same way.
-      return Promise.reject(error);
-    }
-  };
-  const once = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
-    sendOnce<Row>(text, values).then(rowsOf);
-
-  const batcher = groupCommit ? writeBatcher(sendOnce<WrittenRow>) : undefined;
-  // Reads, claims and renewals: safe to run again after a connection error (see above).
-  const rows = <Row>(text: string, values: unknown[]): Promise<Row[]> =>
-    withReconnect(reconnect, () => once<Row>(text, values));
-
-  /**
-   * Runs a write that appends an event tagged `writeId`, at most once even when a connection dies
-   * mid-commit. `first`, when given, makes the first try (a group commit); retries send `text` alone.
-   */
-  const writeOnce = <T>(
-    write: Write<T>,
-    first?: () => Promise<WrittenRow[]>,
-    /** Turns a statement's error into the caller's (it rethrows what it does not know). */
-    refine?: (error: unknown) => never,
-  ): Promise<T> => {
-    const { text, values, apply } = write;
-    const firstTry = (): Promise<T> =>
-      first
-        ? first().then(apply, refine)
-        : sendOnce<WrittenRow>(text, values).then((result) => apply(result.rows), refine);
-    // The retry path (and its closures) is only built for a pool readback owns, which may reconnect.
-    if (reconnect === undefined) return firstTry();
-    return withReconnect(reconnect, (retry) => {
-      if (!retry) return firstTry();
-      const again = retryWrite(write);
-      return refine ? again.catch(refine) : again;
-    });
-  };
-
-  /** A write's retry after a lost connection: its own earlier write if that committed, else the statement again. */
-  const retryWrite = async <T>({ text, values, id, writeId, apply, found }: Write<T>): Promise<T> => {
-    const lookUp = async () => {
-      const [write] = await once<FoundWrite>(sql.selectWrite, [id, writeId]);
-      return write === undefined ? undefined : found(write);
-    };
-    const earlier = await lookUp();
-    if (earlier !== undefined) return earlier;
-    let written: WrittenRow[];
-    try {
-      written = await once<WrittenRow>(text, values);
-    } catch (error) {
-      // The first try committed after the look-up above: this one was refused by the write-id index.
-      if (isUniqueViolation(error, 'events_write_id')) {
-        const late = await lookUp();
-        if (late !== undefined) return late;
-      }
-      throw error;
-    }
-    // A retry whose compare-and-set no longer matched may be looking at the first try's own change.
-    if (written.length === 0) {
-      const late = await lookUp();
-      if (late !== undefined) return late;
-    }
-    return apply(written);
-  };
-
-  // Appends an event's columns to a statement's parameters, in the order the statements bind them.
-  const pushEventValues = (params: unknown[], event: NewEvent): unknown[] => {
-    params.push(
-      RECORD_SCHEMA_VERSION,
-      wholeMs(event.at),
-      event.type,
-      event.status ?? null,
-      event.actor ?? null,
-      event.attempt,
-      // SQL NULL for "absent", so a given `null` (JSON 'null') still reads back as given.
-      event.detail === undefined ? null : (JSON.stringify(event.detail) ?? null),
-    );
-    return params;
   };
 
   // Whether the operation exists, after checking that the identity fields a patch carries match it.
@@ -540,62 +412,3 @@ export function createPostgresStore({
     },
   };
 }
-
-// Times are bigint milliseconds here, and Postgres refuses a fraction ("invalid input syntax for type bigint")
-// where memory and SQLite keep it: a clock with sub-millisecond resolution, or a fractional contract duration,
-// would fail every write. So a written time is the nearest whole millisecond.
-function wholeMs(ms: number): number {
-  return Number.isInteger(ms) ? ms : Math.round(ms);
-}
-
-// Where the reserve statement binds its JSON texts (recordParams order, then the event's columns).
-const SCOPE_PARAM = 4;
-const INPUT_PARAM = 9;
-const DETAIL_PARAM = 33;
-const WRITE_ID_PARAM = 34;
-const START_DETAIL_PARAM = 40;
-
-/** Appends the start event's parameters ($36..$41), or nulls for a reserve that starts nothing. */
-function pushStartValues(params: unknown[], event: NewEvent | undefined): void {
-  if (event === undefined) {
-    params.push(null, null, null, null, null, null);
-    return;
-  }
-  const detail = event.detail === undefined ? null : (JSON.stringify(event.detail) ?? null);
-  params.push(
-    wholeMs(event.at),
-    event.type,
-    event.status ?? null,
-    event.actor ?? null,
-    event.attempt,
-    detail,
-  );
-}
-
-/** The start event's JSON text, named for an error, when the reserve has one. */
-function startJson(start: ReserveStart | undefined, values: unknown[]): [string, unknown][] {
-  return start === undefined ? [] : [['start.event.detail', values[START_DETAIL_PARAM]]];
-}
-
-// A JSON string escape jsonb refuses: \u0000, or a surrogate JSON.stringify escaped because it is unpaired.
-// The escape counts only when the backslashes before it are an even number (not themselves escaped).
-const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
-
-/**
- * Turns Postgres refusing a JSON value (22P05 for \u0000, 22P02 for an unpaired surrogate) into an error
- * naming the field: valid JavaScript that jsonb cannot hold. The statement failed whole, so nothing was
- * written. Looked for only after the statement failed, so a write that succeeds pays nothing for it.
- */
-function refuseUnstorableJson(error: unknown, texts: [field: string, text: unknown][]): void {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code !== '22P05' && code !== '22P02') return;
-  const found = texts.find(([, text]) => typeof text === 'string' && UNSTORABLE_ESCAPE.test(text));
-  if (found === undefined) return;
-  throw new ReadbackError(
-    'unstorable_value',
-    `holds a NUL character (\\u0000) or an unpaired UTF-16 surrogate, which PostgreSQL jsonb cannot store (${(error as Error).message})`,
-    found[0],
-  );
-}
-
-// These columns are NOT NULL, so say which field is wrong instead of surfacing a constraint error.

@@ -1,8 +1,10 @@
+import type { Clock } from '../clock.js';
 import type { AnyAction, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { storableText } from '../store/records.js';
 import type { OperationStore } from '../store/types.js';
 import { toCompletion } from './outcome.js';
+import { type Tracer, traced } from './tracer.js';
 
 /** A reviewer's decision on an operation parked as `awaiting_approval`. */
 export interface ReviewDecision {
@@ -137,4 +139,56 @@ export async function recordDecision(
     );
   }
   return completion;
+}
+
+/** What a runner lends `reviewOperation`: its store, clock, registered actions and tracer. */
+export interface ReviewDeps {
+  store: OperationStore;
+  clock: Clock;
+  actionNamed: (name: string) => AnyAction | undefined;
+  tracer: Tracer | undefined;
+}
+
+/**
+ * `runner.approve` / `runner.reject`. A reviewer's decision is part of the run record: traced as a `review`
+ * call whose permission event names the decision, then its state transition and the completion it formed.
+ */
+export async function reviewOperation(
+  deps: ReviewDeps,
+  operationId: string,
+  verdict: 'approved' | 'rejected',
+  decision: ReviewDecision,
+): Promise<Completion> {
+  // The decision's time, which its store event carries and so does its trace transition.
+  let decidedAt = 0;
+  const decide = () => {
+    decidedAt = deps.clock.now();
+    return recordDecision(deps.store, deps.actionNamed, operationId, verdict, decision, decidedAt);
+  };
+  const record = deps.tracer ? await deps.store.get(operationId) : null;
+  const known = record ? deps.actionNamed(record.action) : undefined;
+  if (!deps.tracer || !record || !known || record.lifecycle !== 'awaiting_approval') return decide();
+  const by = typeof decision?.by === 'string' ? decision.by : undefined;
+  const t = deps.tracer.begin(
+    known,
+    { runId: record.runId, entry: 'review', scope: record.scope, ...(by ? { actor: by } : {}) },
+    record,
+  );
+  const done = decide().then((completion) => {
+    const note = typeof decision.note === 'string' && decision.note !== '' ? `: ${decision.note}` : '';
+    t.permission(true, verdict === 'rejected' ? `rejected by ${by}${note}` : undefined);
+    const lifecycle = verdict === 'approved' ? 'requested' : 'settled';
+    t.transition(
+      verdict,
+      'awaiting_approval',
+      {
+        ...record,
+        lifecycle,
+        status: verdict === 'approved' ? record.status : completion.status,
+      },
+      decidedAt,
+    );
+    return completion;
+  });
+  return traced(t, done);
 }

@@ -2,7 +2,7 @@ import { unknownField } from '../contract/fields.js';
 import { optionalBoolean, optionalFunction, ReadbackError } from '../errors.js';
 import type { OperationStore } from '../store/types.js';
 import { checkSignal } from './call-checks.js';
-import type { PollOptions, RunnerOptions } from './runner.js';
+import type { PollOptions, RunnerOptions } from './runner-types.js';
 import type { TraceOptions } from './tracer.js';
 
 // The checks of the runner's own option objects, made when they are given: a bad value found later would

@@ -1,21 +1,22 @@
-import { type Clock, systemClock } from '../clock.js';
+import { systemClock } from '../clock.js';
 import { isAction } from '../contract/define.js';
-import type { Action, AnyAction, Completion, RunContext } from '../contract/types.js';
+import type { Action, AnyAction, Completion } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { newOperationId } from '../ids.js';
 import { type Validated, validateInput } from '../schema.js';
 import { memoryStore } from '../store/memory.js';
 import { isStoreMisuse } from '../store/records.js';
-import type { OperationRecord, OperationStore } from '../store/types.js';
-import { type ReviewDecision, recordDecision } from './approval.js';
+import type { OperationRecord } from '../store/types.js';
+import { reviewOperation } from './approval.js';
 import { authorize, checkContext, conflict, idempotencyKeyFor, intentOf } from './call-checks.js';
 import { Drive, startingMove } from './drive.js';
 import { parkedDue } from './follow.js';
-import { checkPollOptions, checkRunnerOptions, checkTraceOptions } from './options.js';
+import { checkPollOptions, checkRunnerOptions } from './options.js';
 import { type Outcome, toCompletion } from './outcome.js';
 import { type MaybePrevalidated, PREVALIDATED } from './prevalidated.js';
 import { describeError } from './readback.js';
-import { type ReconcileOptions, type ReconcileReport, reconcileLoop } from './reconcile.js';
+import { reconcileLoop } from './reconcile.js';
+import type { PollOptions, Runner, RunnerOptions, RunOptions } from './runner-types.js';
 import {
   isShadowed,
   isShadowKey,
@@ -26,89 +27,13 @@ import {
 } from './shadow.js';
 import { NEVER_ABORTED } from './timeout.js';
 import { type RunTrace, settle } from './trace.js';
-import { type TraceOptions, Tracer } from './tracer.js';
+import { createTracer, traced } from './tracer.js';
 
 // How long a reserved record may sit in `requested` (its baseline read runs then) before a reconciler
 // treats its run as dead; a live run that is merely slow still wins, because its move to executing is a CAS.
 const REQUESTED_GRACE_MS = 30_000;
 
-/** Options for `createRunner`; every field has a safe default. */
-export interface RunnerOptions {
-  /** Where operation records live; defaults to an in-memory store. */
-  store?: OperationStore;
-  clock?: Clock;
-  /** Actions known up front, so `poll` can resume their operations after a restart. */
-  actions?: AnyAction[];
-  /** Re-executions allowed after an ambiguous attempt is proven absent (only for safe-to-repeat actions). */
-  retryBudget?: number;
-  /** Source of randomness for backoff jitter; injectable for deterministic tests. */
-  random?: () => number;
-  /** Operation id generator; by default `newOperationId` (`op_` and a time-ordered UUIDv7). */
-  newId?: () => string;
-  /** The run record: typed events for every step, redacted, sent to these sinks. Off (and free) by default. */
-  trace?: TraceOptions;
-  /**
-   * Shadow mode for every action: calls go through `runner.shadow`, which returns the live tool's own result
-   * unchanged and records whether its claim matched the verified status (never shown to users as proof).
-   * The claim is read from the raw result as the trace reads it (`trace.claimOf` when given).
-   */
-  shadow?: boolean;
-}
-
-/** The context of one `runner.run` call: the run context plus facts recorded in the trace. */
-export interface RunOptions extends RunContext {
-  /** The agent turn this tool call belongs to. */
-  turn?: number;
-  tenant?: string;
-  /** Deployment environment (`production`, `staging`, …). */
-  environment?: string;
-  /** The names of the tools the model could choose from when it made this call. */
-  toolsExposed?: string[];
-  /** The model's tool call id (`gen_ai.tool.call.id`); one is generated when absent. */
-  toolCallId?: string;
-}
-
-/** Options for `runner.poll`. */
-export interface PollOptions {
-  signal?: AbortSignal;
-  /**
-   * Wait within the remaining poll budget instead of reading once; parked work is first waited for until it
-   * is due (`pollAfter`). Without it, a poll of parked work not yet due returns its pending completion unread.
-   */
-  wait?: boolean;
-  actor?: string;
-}
-
-/** Executes actions, reads back their effects and returns honest completions. */
-export interface Runner {
-  readonly store: OperationStore;
-  readonly clock: Clock;
-  /** Runs one action call; resolves to a Completion for every outcome, throws only on misuse. */
-  run<I, O>(action: Action<I, O>, input: unknown, ctx: RunOptions): Promise<Completion>;
-  /**
-   * Runs a shadow-mode action call: resolves to the tool's own result, unchanged, beside an operator-only
-   * completion; an error the tool threw is re-thrown unchanged once the record is written. Readback never
-   * gates, deduplicates, repeats or waits on the call; accepted work is left `pending` for the reconciler.
-   */
-  shadow<I, O>(action: Action<I, O>, input: unknown, ctx: RunOptions): Promise<ShadowResult>;
-  /**
-   * Advances an open operation (reads back, never re-executes unsafe work); settled ones return as recorded,
-   * and parked accepted work polled before its `pollAfter` returns as stored, without a read (see PollOptions).
-   */
-  poll(operationId: string, options?: PollOptions): Promise<Completion>;
-  /** Records a reviewer's approval of an operation awaiting it; the next run or poll executes it once. */
-  approve(operationId: string, decision: ReviewDecision): Promise<Completion>;
-  /** Records a reviewer's rejection: the operation settles `failed` and nothing is executed. */
-  reject(operationId: string, decision: ReviewDecision): Promise<Completion>;
-  /** Claims due operations with leases and drives them on; see `ReconcileOptions`. */
-  reconcile(options?: ReconcileOptions): Promise<ReconcileReport>;
-  /** Makes an action known to `poll`; `run` registers actions itself. */
-  register(action: AnyAction): void;
-  /** The registered action with this name, if any. */
-  action(name: string): AnyAction | undefined;
-  /** True when calls of this action must go through `shadow` (the runner's or the action's `shadow: true`). */
-  inShadow(action: AnyAction): boolean;
-}
+export type { PollOptions, Runner, RunnerOptions, RunOptions } from './runner-types.js';
 
 /** Creates a runner over a store and a clock. */
 export function createRunner(options: RunnerOptions = {}): Runner {
@@ -507,47 +432,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   }
 
   const actionNamed = (name: string) => registry.get(name);
-
-  // A reviewer's decision is part of the run record: traced as a `review` call whose permission event
-  // names the decision, then its state transition and the completion it formed.
-  async function review(
-    operationId: string,
-    verdict: 'approved' | 'rejected',
-    decision: ReviewDecision,
-  ): Promise<Completion> {
-    // The decision's time, which its store event carries and so does its trace transition.
-    let decidedAt = 0;
-    const decide = () => {
-      decidedAt = clock.now();
-      return recordDecision(store, actionNamed, operationId, verdict, decision, decidedAt);
-    };
-    const record = tracer ? await store.get(operationId) : null;
-    const known = record ? registry.get(record.action) : undefined;
-    if (!tracer || !record || !known || record.lifecycle !== 'awaiting_approval') return decide();
-    const by = typeof decision?.by === 'string' ? decision.by : undefined;
-    const t = tracer.begin(
-      known,
-      { runId: record.runId, entry: 'review', scope: record.scope, ...(by ? { actor: by } : {}) },
-      record,
-    );
-    const done = decide().then((completion) => {
-      const note = typeof decision.note === 'string' && decision.note !== '' ? `: ${decision.note}` : '';
-      t.permission(true, verdict === 'rejected' ? `rejected by ${by}${note}` : undefined);
-      const lifecycle = verdict === 'approved' ? 'requested' : 'settled';
-      t.transition(
-        verdict,
-        'awaiting_approval',
-        {
-          ...record,
-          lifecycle,
-          status: verdict === 'approved' ? record.status : completion.status,
-        },
-        decidedAt,
-      );
-      return completion;
-    });
-    return traced(t, done);
-  }
+  const reviewDeps = { store, clock, actionNamed, tracer };
   return {
     store,
     clock,
@@ -557,41 +442,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     register,
     action: actionNamed,
     inShadow: (action) => isShadowed(runnerShadow, action),
-    approve: (id, decision) => review(id, 'approved', decision),
-    reject: (id, decision) => review(id, 'rejected', decision),
+    approve: (id, decision) => reviewOperation(reviewDeps, id, 'approved', decision),
+    reject: (id, decision) => reviewOperation(reviewDeps, id, 'rejected', decision),
     reconcile: (options) => reconcileLoop(env, registry, options),
   };
-}
-
-function createTracer(options: TraceOptions | undefined, clock: Clock): Tracer | undefined {
-  if (options === undefined) return undefined;
-  if (typeof options !== 'object' || options === null || !Array.isArray(options.sinks)) {
-    throw new ReadbackError('invalid_options', 'expected { sinks: TraceSink[] }', 'trace');
-  }
-  options.sinks.forEach((sink, i) => {
-    if (typeof sink?.write !== 'function') {
-      throw new ReadbackError('invalid_options', 'a sink needs a write(event) method', `trace.sinks[${i}]`);
-    }
-  });
-  checkTraceOptions(options);
-  // No sinks means no events: skip building them entirely.
-  return options.sinks.length ? new Tracer(options, clock) : undefined;
-}
-
-/** Emits the call's completion (or its error) when it ends, passing the outcome through unchanged. */
-function traced(t: RunTrace, done: Promise<Completion>, shadowState?: ShadowState): Promise<Completion> {
-  return done.then(
-    (c) => {
-      // Early exits and store failures are formed outside the drive: the trace must still see them as shadow.
-      const shown = shadowState && !c.shadow ? shadowState.mark(c) : c;
-      t.completed(shown);
-      return shown;
-    },
-    (error) => {
-      t.failed(error);
-      throw error;
-    },
-  );
 }
 
 // A store refusing a value it cannot keep as given (see `requireStorableText`): not a misuse of readback.

@@ -1,9 +1,12 @@
 import { type Clock, isoTime } from '../clock.js';
-import type { Mode } from '../contract/types.js';
+import type { Completion, Mode } from '../contract/types.js';
+import { ReadbackError } from '../errors.js';
 import type { OperationRecord } from '../store/types.js';
 import type { TraceEntry, TraceEvent, TraceSink } from '../trace/events.js';
 import { createRedactor, type PlainRedactor, type RedactionOptions } from '../trace/redact.js';
+import { checkTraceOptions } from './options.js';
 import { describeError } from './readback.js';
+import type { ShadowState } from './shadow.js';
 import { RunTrace } from './trace.js';
 
 /** The run record settings of `createRunner({ trace })`. */
@@ -146,4 +149,40 @@ function unionOf(lists: readonly (ReadonlySet<string> | undefined)[]): ReadonlyS
   const union = new Set<string>();
   for (const types of lists) for (const type of types as ReadonlySet<string>) union.add(type);
   return union;
+}
+
+/** The tracer `createRunner({ trace })` asks for, after checking its options; none when nothing would listen. */
+export function createTracer(options: TraceOptions | undefined, clock: Clock): Tracer | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null || !Array.isArray(options.sinks)) {
+    throw new ReadbackError('invalid_options', 'expected { sinks: TraceSink[] }', 'trace');
+  }
+  options.sinks.forEach((sink, i) => {
+    if (typeof sink?.write !== 'function') {
+      throw new ReadbackError('invalid_options', 'a sink needs a write(event) method', `trace.sinks[${i}]`);
+    }
+  });
+  checkTraceOptions(options);
+  // No sinks means no events: skip building them entirely.
+  return options.sinks.length ? new Tracer(options, clock) : undefined;
+}
+
+/** Emits the call's completion (or its error) when it ends, passing the outcome through unchanged. */
+export function traced(
+  t: RunTrace,
+  done: Promise<Completion>,
+  shadowState?: ShadowState,
+): Promise<Completion> {
+  return done.then(
+    (c) => {
+      // Early exits and store failures are formed outside the drive: the trace must still see them as shadow.
+      const shown = shadowState && !c.shadow ? shadowState.mark(c) : c;
+      t.completed(shown);
+      return shown;
+    },
+    (error) => {
+      t.failed(error);
+      throw error;
+    },
+  );
 }
