@@ -22,7 +22,7 @@ export {
   type PgResult,
 } from './driver.js';
 export { isConnectionError, type ReconnectOptions } from './retry.js';
-export { POSTGRES_SCHEMA_VERSION } from './schema.js';
+export { POSTGRES_SCHEMA_VERSION, preMigrationStatements } from './schema.js';
 export type { LeaseClock } from './store.js';
 
 // The forms pg's connection-string parser reads as meant: a URL with a postgres scheme, or a socket path.

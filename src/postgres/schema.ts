@@ -7,7 +7,30 @@ export interface Migration {
   version: number;
   name: string;
   statements: (t: Tables) => string[];
+  /** The indexes it adds to tables that may already be large (see `buildIndex`). */
+  indexes?: IndexBuild[];
+  /** What its indexes need that an operator may add ahead of it: quick, idempotent statements. */
+  ahead?: (t: Tables) => string[];
 }
+
+/** An index a migration adds to an existing table: its name, and what follows `CREATE [UNIQUE] INDEX name ON`. */
+export interface IndexBuild {
+  name: string;
+  unique: boolean;
+  on: (t: Tables) => string;
+}
+
+const WRITE_ID_INDEX: IndexBuild = {
+  name: 'events_write_id',
+  unique: true,
+  on: (t) => `${t.events} (operation_id, write_id) WHERE write_id IS NOT NULL`,
+};
+
+const DUE_BY_ACTION_INDEX: IndexBuild = {
+  name: 'operations_due_by_action',
+  unique: false,
+  on: (t) => `${t.operations} (action, next_poll_at, requested_at, id)`,
+};
 
 /** The schema, oldest first. Never edit a released step; add a new one. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -78,27 +101,69 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: 'write ids on events',
+    indexes: [WRITE_ID_INDEX],
+    // The index needs the column; adding a nullable column only changes the catalog, so it may go first too.
+    ahead: (t) => [`ALTER TABLE ${t.events} ADD COLUMN IF NOT EXISTS write_id text`],
     statements: (t) => [
       // The id of the store call that appended the event. A write whose connection died before its
       // COMMIT was acknowledged is looked up by it instead of being applied a second time, and the
       // unique index makes a second apply of the same call fail even if the first commits late.
-      `ALTER TABLE ${t.events} ADD COLUMN write_id text`,
-      `CREATE UNIQUE INDEX events_write_id ON ${t.events} (operation_id, write_id) WHERE write_id IS NOT NULL`,
+      `ALTER TABLE ${t.events} ADD COLUMN IF NOT EXISTS write_id text`,
+      ...buildIndex(t, WRITE_ID_INDEX),
     ],
   },
   {
     version: 3,
     name: 'due operations by action',
+    indexes: [DUE_BY_ACTION_INDEX],
     statements: (t) => [
       // A claim naming the actions a reconciler knows walks each of them here (claimDueByActionSql), rather than
       // every service's due operations in time order on operations_due. Not partial, and the one index led by
       // action: with operations_action beside it, or a lifecycle predicate, planners without statistics read
       // every row of the action and sorted them instead of walking in order.
-      `CREATE INDEX operations_due_by_action ON ${t.operations} (action, next_poll_at, requested_at, id)`,
-      `DROP INDEX ${t.schema}.operations_action`,
+      ...buildIndex(t, DUE_BY_ACTION_INDEX),
+      `DROP INDEX IF EXISTS ${t.schema}.operations_action`,
     ],
   },
 ];
+
+/**
+ * The statements of a migration step that adds an index to a table that may already hold many rows. Inside the
+ * migration's transaction the build holds writes to the table for as long as it takes, so an operator may build
+ * it beforehand without holding them (`preMigrationStatements`): the step then finds it and builds nothing.
+ * A concurrent build that failed or was cancelled leaves the index invalid (no plan uses it): the step drops it
+ * and builds it afresh rather than take it for done.
+ */
+function buildIndex(t: Tables, index: IndexBuild): string[] {
+  // Tables holds the schema quoted; the catalog holds it bare.
+  const schemaName = t.schema.slice(1, -1);
+  return [
+    `IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = ${literal(schemaName)} AND c.relname = ${literal(index.name)} AND NOT i.indisvalid) THEN
+        DROP INDEX ${t.schema}.${index.name};
+      END IF`,
+    `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${index.name} ON ${index.on(t)}`,
+  ];
+}
+
+/**
+ * What an operator may run ahead of the migrations after `fromVersion`, one statement at a time and outside a
+ * transaction, before a new readback first opens a large schema: each index is built without holding writes
+ * (with what it needs first), and the migration then finds it built. A build that fails leaves an invalid index,
+ * which the migration replaces.
+ */
+export function preMigrationStatements(schema: string, fromVersion: number): string[] {
+  requireSchemaName(schema);
+  const t = tablesIn(schema);
+  return MIGRATIONS.filter((step) => step.version > fromVersion).flatMap((step) => [
+    ...(step.ahead?.(t) ?? []),
+    ...(step.indexes ?? []).map(
+      (index) =>
+        `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX CONCURRENTLY IF NOT EXISTS ${index.name} ON ${index.on(t)}`,
+    ),
+  ]);
+}
 
 /** The database schema version this code writes; a schema with a newer one is refused rather than misread. */
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
