@@ -209,7 +209,8 @@ export class Drive extends FollowUp {
           reason: `${why} before the retry`,
           attempt: before.attempt,
         });
-    const nextPollAt = first ? null : this.undecidedRetryAt(at, before);
+    // A retry was proven safe before its move: it is due again at once, for the next drive.
+    const nextPollAt = first ? null : at;
     if (nextPollAt !== null) outcome.pollAfter = nextPollAt;
     const completion = this.form(outcome);
     const patch: RecordPatch = {

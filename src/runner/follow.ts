@@ -141,9 +141,12 @@ export abstract class FollowUp extends RecordWriter {
       // is left to the next drive.
       const blocked = this.executeBlocked();
       if (blocked) {
-        return this.unresolved(
-          { at: reading.at, code: 'aborted', reason: `${blocked} before the retry` },
-          seen,
+        // The read decided (absence proven): only the retry is left, due at once for the next drive rather than
+        // after an undecided read's backoff (up to an hour).
+        return this.park(
+          { ...seen, status: 'unknown', errorCode: 'aborted', reason: `${blocked} before the retry` },
+          this.record.lifecycle,
+          reading.at,
         );
       }
       this.pendingDetail = { ...this.pendingDetail, retry: 'absence proven after the settlement window' };

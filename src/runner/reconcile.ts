@@ -104,6 +104,9 @@ export async function reconcileLoop(
         { signal: NEVER_ABORTED, stopping: signal, actor: owner, trace },
         claim.leaseToken,
       );
+      // A reconciler reads and parks; it never waits out accepted work's poll budget inside one round, which
+      // would hold every other slot of the round (and a stop) until the budget ran out.
+      d.runWait = false;
       const c: Completion = await d.reconcile();
       trace?.completed(c);
       report.byStatus[c.status]++;
@@ -153,7 +156,8 @@ export async function reconcileLoop(
       if (!(await pause(env.clock, idleMs, signal))) break;
       continue;
     }
-    for (const c of fresh) seen.add(c.record.id);
+    // Only a single pass reads `seen`; a loop that kept adding to it would grow by every operation ever claimed.
+    if (options.once) for (const c of fresh) seen.add(c.record.id);
     report.rounds++;
     report.claimed += fresh.length;
     await Promise.all(fresh.map(drive));
