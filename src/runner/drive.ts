@@ -3,7 +3,7 @@ import type { AnyAction, Completion, RunContext } from '../contract/types.js';
 import { isStoreMisuse } from '../store/records.js';
 import type { NewEvent, OperationRecord, RecordPatch, ReserveStart } from '../store/types.js';
 import { judgeBaseline } from './baseline.js';
-import { type FollowMode, FollowUp, parkedDue } from './follow.js';
+import { type FollowMode, FollowUp, LAST_READ_MS, parkedDue, watchedUntil } from './follow.js';
 import { isAccepted, isRejected } from './markers.js';
 import { describeError, readBaseline } from './readback.js';
 import { runUnrecorded } from './shadow.js';
@@ -282,11 +282,11 @@ export class Drive extends FollowUp {
     }
     if (action.mode === 'accepted') {
       const ref = isAccepted(raw) ? toRecordable(raw.ref).value : null;
-      const ok = await this.move(
-        ['executing'],
-        { lifecycle: 'accepted', acceptedAt: env.clock.now(), providerRef: ref, reads: 0 },
-        { type: 'accepted' },
-      );
+      const now = env.clock.now();
+      const patch: RecordPatch = { lifecycle: 'accepted', acceptedAt: now, providerRef: ref, reads: 0 };
+      // A run that waits keeps reconcilers off the work it follows; one that does not parks it right after.
+      if (this.runWait) patch.nextPollAt = watchedUntil(action, now);
+      const ok = await this.move(['executing'], patch, { type: 'accepted' });
       if (!ok) return this.superseded();
       return this.followAccepted(this.runWait ? 'wait' : 'none');
     }
@@ -353,11 +353,9 @@ export class Drive extends FollowUp {
     const reading = await this.read('in_doubt');
     if (reading.kind === 'absent') return this.judgeAbsence(reading);
     if (reading.kind === 'error') return this.unresolved(reading);
-    const ok = await this.move(
-      ['executing'],
-      { lifecycle: 'accepted', acceptedAt: this.record.acceptedAt ?? reading.at },
-      { type: 'accepted', detail: { via: 'read_back' } },
-    );
+    const patch: RecordPatch = { lifecycle: 'accepted', acceptedAt: this.record.acceptedAt ?? reading.at };
+    if (this.runWait) patch.nextPollAt = watchedUntil(this.action, reading.at);
+    const ok = await this.move(['executing'], patch, { type: 'accepted', detail: { via: 'read_back' } });
     if (!ok) return this.superseded();
     return (await this.judgeAccepted(reading)) ?? this.followAccepted(this.runWait ? 'wait' : 'none');
   }
@@ -376,9 +374,15 @@ export function executingPatch(action: AnyAction, now: number, attempt: number):
     attempt,
     executedAt: now,
     inFlightUntil: null,
-    // If this process dies mid-execute, the record becomes due for a read-back after this time.
-    nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
+    // If this process dies mid-execute, the record becomes due for a read-back after this time: once a request
+    // sent then must have landed, and not before a live run's verification (its settle window) has ended.
+    nextPollAt: now + action.executeTimeoutMs + Math.max(action.maxInFlightMs, verifyWindowMs(action)),
   };
+}
+
+/** How long a committed action's verification may take after execute returns: a read, the settle window, a last read. */
+function verifyWindowMs(action: AnyAction): number {
+  return action.mode === 'committed' ? action.verifyTimeoutMs + action.settle.timeoutMs + LAST_READ_MS : 0;
 }
 
 /**

@@ -1,8 +1,8 @@
 // The read-back half of a drive: verifying a committed action (with its settle window), judging absence after an
 // ambiguous attempt, and following accepted work within its poll budget. `Drive` adds how an operation starts
 // and executes; `execute` is what a proven absence may run again.
-import type { Completion, StepContext } from '../contract/types.js';
-import type { Lifecycle, OperationRecord } from '../store/types.js';
+import type { AnyAction, Completion, StepContext } from '../contract/types.js';
+import type { Lifecycle, OperationRecord, RecordPatch } from '../store/types.js';
 import type { ReadPhase } from '../trace/events.js';
 import { pollDelay } from './backoff.js';
 import type { Outcome } from './outcome.js';
@@ -26,6 +26,16 @@ import {
  * start earlier are cut at the end itself, so a hung verifier cannot hold the caller for a whole step deadline.
  */
 export const LAST_READ_MS = 1_000;
+
+/**
+ * The `nextPollAt` a drive that waits on accepted work writes at `at`: it reads again within `poll.maxDelayMs` and
+ * writes within `verifyTimeoutMs` of that, so until then the record is not due and no reconciler claims (and
+ * polls) what a live run is still following. The same again is slack for a loaded process, in proportion to the
+ * action's own timings; if the process dies, the record is due after that.
+ */
+export function watchedUntil(action: AnyAction, at: number): number {
+  return at + 2 * (action.poll.maxDelayMs + action.verifyTimeoutMs);
+}
 
 /** How an accepted operation is followed: wait within the budget, read once now, or not at all. */
 export type FollowMode = 'wait' | 'once' | 'none';
@@ -198,15 +208,18 @@ export abstract class FollowUp extends RecordWriter {
       // A read that starts within the budget ends by its end (or LAST_READ_MS after the read starts).
       const ms = spentBefore ? action.verifyTimeoutMs : this.deadlineBy(end);
       const reading = await this.read('poll', ms);
-      const done = await this.judgeAccepted(reading);
+      const done = await this.judgeAccepted(reading, follow === 'wait');
       if (done) return done;
       if (this.budgetSpent()) return this.budgetExhausted(this.cutShort(reading, ms));
       if (follow === 'once') return this.parkPending(reading);
     }
   }
 
-  /** Records one poll read; resolves to a completion when it ends the operation, else undefined. */
-  protected async judgeAccepted(reading: Reading): Promise<Completion | undefined> {
+  /**
+   * Records one poll read; resolves to a completion when it ends the operation, else undefined. `waiting`: this
+   * drive goes on to read again (see `watchedUntil`).
+   */
+  protected async judgeAccepted(reading: Reading, waiting = false): Promise<Completion | undefined> {
     const end = this.endingOf(reading);
     if (end) {
       // The read that ends the operation is recorded by the settling write itself (its count, time and
@@ -217,11 +230,12 @@ export abstract class FollowUp extends RecordWriter {
     }
     const lifecycle: Lifecycle =
       reading.kind === 'observed' && reading.terminal === 'running' ? 'running' : this.openLifecycle();
-    const ok = await this.move(
-      ['accepted', 'running', 'timed_out'],
-      { lifecycle, reads: this.record.reads + 1, lastObservedAt: reading.at },
-      { type: 'observed', detail: summarizeReading(reading) },
-    );
+    const patch: RecordPatch = { lifecycle, reads: this.record.reads + 1, lastObservedAt: reading.at };
+    if (waiting) patch.nextPollAt = watchedUntil(this.action, reading.at);
+    const ok = await this.move(['accepted', 'running', 'timed_out'], patch, {
+      type: 'observed',
+      detail: summarizeReading(reading),
+    });
     return ok ? undefined : this.superseded();
   }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createRunner, memoryStore } from '../../src/index.js';
+import { createRunner, defineAction, memoryStore } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
+import { schema } from '../../src/testing/schema.js';
 import { crashMidExecute, jobProvider } from '../fixtures/jobs.js';
 
 // A long poll budget: a drive that waited it out would read many times and move the clock by minutes.
@@ -68,5 +69,70 @@ describe('a reconciler stopped just before a retry the read proved safe', () => 
     const report = await next.reconcile({ once: true });
     expect(report.claimed).toBe(1);
     expect(p.sends).toEqual(['j1']);
+  });
+});
+
+describe('work a live run is still following is not due for reconcilers', () => {
+  it('accepted work the run waits on: not claimable between its reads, due again once it stops', async () => {
+    const clock = new FakeClock();
+    const store = memoryStore();
+    const poll = {
+      maxDurationMs: 600_000,
+      maxReads: 10,
+      initialDelayMs: 50_000,
+      maxDelayMs: 50_000,
+      jitter: 0,
+    };
+    const p = jobProvider(clock, { poll });
+    const live = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    const caller = new AbortController();
+    const claimable: number[] = [];
+    p.onRead = async (n) => {
+      // Each read comes 50 s after the one before, far past the crash deadline of the move to executing.
+      claimable.push((await store.claimDue(10, 60_000, 'other-host', clock.now())).length);
+      if (n === 3) caller.abort(); // the agent stops waiting after the third read
+    };
+    const c = await live.run(p.job, { id: 'j1' }, { runId: 'r1', signal: caller.signal });
+    expect(p.reads).toHaveLength(3);
+    expect(claimable).toEqual([0, 0, 0]);
+    // The run parks the work it stops following, which reconcilers take from its due time on.
+    expect(c.status).toBe('pending');
+    const record = (await store.get(c.operationId))!;
+    expect(record.reads).toBe(3);
+    expect(await store.claimDue(10, 60_000, 'other-host', record.nextPollAt! - 1)).toHaveLength(0);
+    expect(await store.claimDue(10, 60_000, 'other-host', record.nextPollAt!)).toHaveLength(1);
+  });
+
+  it('a committed action in its settle window: not claimable while the run re-reads', async () => {
+    const clock = new FakeClock();
+    const store = memoryStore();
+    const rows = new Map<string, string>();
+    let reads = 0;
+    const claimable: number[] = [];
+    const action = defineAction({
+      name: 'set_row',
+      description: 'Sets a row on a lagging replica',
+      input: schema({ id: 'string' }),
+      target: (i: { id: string }) => `row:${i.id}`,
+      postcondition: 'The row reads back as set.',
+      executeTimeoutMs: 1_000,
+      maxInFlightMs: 1_000,
+      settle: { timeoutMs: 60_000, intervalMs: 10_000 },
+      execute: async (i: { id: string }) => {
+        rows.set(i.id, 'set');
+        return { ok: true };
+      },
+      // The replica shows the write only from the fourth read on, 30 s after execute.
+      observe: async (i: { id: string }) => {
+        if (++reads > 1) claimable.push((await store.claimDue(10, 60_000, 'other-host', clock.now())).length);
+        return reads >= 4 ? { id: i.id, state: rows.get(i.id) } : null;
+      },
+      expect: (i: { id: string }) => ({ id: i.id, state: 'set' }),
+    });
+    const live = createRunner({ store, clock, random: () => 0.5 });
+    const c = await live.run(action, { id: 'a' }, { runId: 'r1' });
+    expect(c.status).toBe('verified');
+    expect(reads).toBe(4);
+    expect(claimable).toEqual([0, 0, 0]);
   });
 });
