@@ -123,11 +123,14 @@ export async function reconcileLoop(
   // Consecutive rounds that failed to claim (the store is unreachable): the pause doubles each time, so
   // a database that is down is not hammered, and the loop carries on once it is back.
   let failures = 0;
+  // In a single pass, operations driven already and due again take claim slots: a claim that held only those is
+  // widened by as many, so what was due behind them is still reached (at most every seen one more).
+  let limit = concurrency;
   while (!signal.aborted) {
     let claims: Claim[];
     try {
       // Only what this process can drive: the rest stays unleased for a reconciler that knows its action.
-      claims = await env.store.claimDue(concurrency, leaseMs, owner, env.clock.now(), {
+      claims = await env.store.claimDue(limit, leaseMs, owner, env.clock.now(), {
         actions: [...actions.keys()],
       });
       if (options.once) {
@@ -152,15 +155,29 @@ export async function reconcileLoop(
     }
     const fresh = options.once ? claims.filter((c) => !seen.has(c.record.id)) : claims;
     if (fresh.length === 0) {
-      if (options.once) break;
+      if (options.once) {
+        if (claims.length < limit || limit >= concurrency + seen.size) break;
+        limit += claims.length;
+        continue;
+      }
       if (!(await pause(env.clock, idleMs, signal))) break;
       continue;
     }
+    // A widened claim may bring more new ones than `concurrency`: the rest go back, for the next claim.
+    const round = fresh.slice(0, concurrency);
+    if (fresh.length > concurrency) {
+      // Not given back (the store failed): their leases lapse and any reconciler takes them after that.
+      await release(env.store, fresh.slice(concurrency), owner, env.clock.now()).catch((error) => {
+        report.errors++;
+        report.lastError = describeError(error);
+      });
+    }
+    limit = concurrency;
     // Only a single pass reads `seen`; a loop that kept adding to it would grow by every operation ever claimed.
-    if (options.once) for (const c of fresh) seen.add(c.record.id);
+    if (options.once) for (const c of round) seen.add(c.record.id);
     report.rounds++;
-    report.claimed += fresh.length;
-    await Promise.all(fresh.map(drive));
+    report.claimed += round.length;
+    await Promise.all(round.map(drive));
     options.onProgress?.({ ...report, byStatus: { ...report.byStatus } });
   }
   return report;

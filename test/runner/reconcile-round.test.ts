@@ -136,3 +136,23 @@ describe('work a live run is still following is not due for reconcilers', () => 
     expect(claimable).toEqual([0, 0, 0]);
   });
 });
+
+describe('a single reconcile pass', () => {
+  it('reaches every operation due when it began, even behind ones it drove that are due again at once', async () => {
+    const clock = new FakeClock();
+    const store = memoryStore();
+    // A zero poll delay parks driven work due again at the same instant, ahead of the rest in claim order.
+    const p = jobProvider(clock, {
+      poll: { maxDurationMs: 60_000, maxReads: 20, initialDelayMs: 0, maxDelayMs: 0, jitter: 0 },
+    });
+    let n = 0;
+    const agent = createRunner({ store, clock, random: () => 0.5, newId: () => `op-${n++}` });
+    const ids: string[] = [];
+    for (const id of ['a', 'b', 'c'])
+      ids.push((await agent.run(p.job, { id }, { runId: 'r', wait: false })).operationId);
+    const reconciler = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    const report = await reconciler.reconcile({ once: true, concurrency: 1 });
+    expect(report.claimed).toBe(3);
+    for (const id of ids) expect((await store.get(id))!).toMatchObject({ reads: 1, leaseToken: null });
+  });
+});
