@@ -14,6 +14,11 @@ export interface CliIO {
   stdout: Writer;
   stderr: Writer;
   env?: Record<string, string | undefined>;
+  /**
+   * Told what a command made durable before printing (`ops resolve`'s decision), so that an output that cannot
+   * be written (a full disk) is reported with it: the user must not think nothing happened.
+   */
+  done?(what: string): void;
 }
 
 /** One option a command accepts; booleans take no value, strings need one. */

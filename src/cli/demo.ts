@@ -401,7 +401,10 @@ export const demoCommand: Command = {
   flags: {
     json: { type: 'boolean', description: 'print { completions, naive, guard } as one JSON document' },
     'no-color': { type: 'boolean', description: 'never color the output (NO_COLOR is honored too)' },
-    store: { type: 'string', description: `SQLite file to record operations in (default ${DEFAULT_STORE})` },
+    store: {
+      type: 'string',
+      description: `SQLite file to record operations in: a new file, or a store readback wrote (default ${DEFAULT_STORE})`,
+    },
     'no-store': { type: 'boolean', description: 'keep operations in memory only' },
   },
   async run({ flags }, io) {
@@ -409,6 +412,14 @@ export const demoCommand: Command = {
       throw new UsageError("give either '--store' or '--no-store', not both");
     }
     const storePath = flags['no-store'] === true ? undefined : (stringFlag(flags, 'store') ?? DEFAULT_STORE);
+    // The demo's fake mail provider is saved in a file beside the store, so the store is a SQLite file; a URL
+    // (a Postgres store, say) is refused before anything is written, naming only its scheme, never its password.
+    const scheme = storePath === undefined ? undefined : /^([a-z][a-z0-9+.-]*):\/\//i.exec(storePath)?.[1];
+    if (scheme !== undefined) {
+      throw new UsageError(
+        `'readback demo' records into a SQLite file, and --store got a ${scheme}:// URL; pass a file path (e.g. --store demo.db) or --no-store`,
+      );
+    }
     const stamp = Date.now().toString(36);
     const blocker = storePath === undefined ? undefined : blockedParent(storePath);
     if (blocker !== undefined) {

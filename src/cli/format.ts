@@ -78,6 +78,23 @@ export function printable(text: string): string {
   );
 }
 
+/** `printable` applied to every string in a value (arrays and plain objects), for rendering untrusted data. */
+export function printableDeep<T>(value: T): T {
+  if (typeof value === 'string') return printable(value) as T;
+  if (Array.isArray(value)) return value.map(printableDeep) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, printableDeep(v)])) as T;
+}
+
+// JSON.stringify leaves C1 controls, DEL, the line separators and the bidi controls as they are, and a terminal
+// showing the document may obey them; inside a JSON string a \u escape is the same character.
+const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/** JSON text with the characters `printable` escapes written as `\uXXXX`: the same document, safe on a terminal. */
+export function printableJson(json: string): string {
+  return json.replace(UNPRINTABLE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const LENIENT = new TextDecoder('utf-8');
 

@@ -26,7 +26,9 @@ export const COMMANDS: Record<string, Command> = {
   review: reviewCommand,
 };
 
-const HELP_FLAG: FlagSpecs = { help: { type: 'boolean', short: 'h', description: 'show this help' } };
+const HELP_FLAG: FlagSpecs = {
+  help: { type: 'boolean', short: 'h', description: 'show this help (with --json: as { "help": text })' },
+};
 
 function version(): string {
   // Same relative path from src/cli and dist/cli, so tests and the built bin read one file.
@@ -52,6 +54,8 @@ function generalHelp(): string {
     '  -h, --help     show this help',
     '  -V, --version  print the version',
     '',
+    'With --json, --help and --version print a JSON document ({ "help": text } or { "version": v }).',
+    '',
   ].join('\n');
 }
 
@@ -74,26 +78,32 @@ function lookup(name: string): Command {
 }
 
 async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
+  const json = wantsJson(argv);
   const [first, ...rest] = argv;
   if (first === undefined) throw new UsageError('missing command');
-  if (first === '--help' || first === '-h') return print(io, generalHelp());
-  if (first === '--version' || first === '-V') return print(io, `${version()}\n`);
+  if (first === '--help' || first === '-h') return print(io, generalHelp(), json);
+  if (first === '--version' || first === '-V') {
+    return json ? print(io, '', json, { version: version() }) : print(io, `${version()}\n`);
+  }
   if (first.startsWith('-')) throw new UsageError(`unknown option '${first}'`);
   if (first === 'help') {
-    const [topic, ...extra] = rest;
+    const [topic, ...extra] = json ? rest.filter((arg) => arg !== '--json') : rest;
     if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}' for 'readback help'`);
-    return print(io, topic === undefined ? generalHelp() : commandHelp(lookup(topic)));
+    // `readback help help` is a fair question; the general help answers it.
+    const text = topic === undefined || topic === 'help' ? generalHelp() : commandHelp(lookup(topic));
+    return print(io, text, json);
   }
   const command = lookup(first);
   const args = parseFlags(rest, { ...command.flags, ...HELP_FLAG }, `readback ${first}`);
-  if (args.flags.help) return print(io, commandHelp(command));
+  if (args.flags.help) return print(io, commandHelp(command), json);
   const stray = args.positionals[command.positionals?.max ?? 0];
   if (stray !== undefined) throw new UsageError(`unexpected argument '${stray}' for 'readback ${first}'`);
   return command.run(args, io);
 }
 
-function print(io: CliIO, text: string): number {
-  io.stdout.write(text);
+// Under --json stdout is one JSON document whatever was asked, so help and the version come as one too.
+function print(io: CliIO, text: string, json = false, doc: object = { help: text }): number {
+  io.stdout.write(json ? `${JSON.stringify(doc, null, 2)}\n` : text);
   return 0;
 }
 
@@ -145,16 +155,26 @@ export function jsonFailure(kind: JsonFailure['error']['kind'], text: string, ex
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
   const json = wantsJson(argv);
   let wrote = false;
+  let done: string | undefined;
   const stdout: Writer = {
     write: (chunk: string) => {
       wrote = true;
-      return io.stdout.write(chunk);
+      try {
+        return io.stdout.write(chunk);
+      } catch (error) {
+        // A sink that throws (a full disk written synchronously): one line, not a bug report with a stack.
+        throw new CommandError(outputFailure(error, done));
+      }
     },
   };
   if (io.stdout.isTTY !== undefined) stdout.isTTY = io.stdout.isTTY;
   if (io.stdout.columns !== undefined) stdout.columns = io.stdout.columns;
+  const noteDone = (what: string) => {
+    done = what;
+    io.done?.(what);
+  };
   try {
-    return await dispatch(argv, { ...io, stdout });
+    return await dispatch(argv, { ...io, stdout, done: noteDone });
   } catch (error) {
     const failure = failureOf(error);
     if (failure.kind === 'usage') {
@@ -174,6 +194,12 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     }
     return failure.code;
   }
+}
+
+/** The line for an output that could not be written, saying what was done before it when something was. */
+export function outputFailure(error: unknown, done: string | undefined): string {
+  const reason = error instanceof Error ? error.message : String(error);
+  return `could not write the output (${reason})${done === undefined ? '' : `; ${done}`}`;
 }
 
 function isEntry(): boolean {
@@ -201,13 +227,24 @@ function jsonOnlyStdout(argv: readonly string[]): Writer {
 }
 
 if (isEntry()) {
-  // `readback demo | head` closes the pipe early; that is the reader's choice, not an error.
+  let done: string | undefined;
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    // `readback demo | head` closes the pipe early; that is the reader's choice, not an error.
     if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw error;
+    // Anything else (ENOSPC on `> /dev/full`) means the user never saw the output: say so, and what was done.
+    process.stderr.write(`readback: ${outputFailure(error, done)}\n`);
+    process.exit(1);
   });
   const argv = process.argv.slice(2);
-  main(argv, { stdout: jsonOnlyStdout(argv), stderr: process.stderr, env: process.env }).then((code) => {
+  const io: CliIO = {
+    stdout: jsonOnlyStdout(argv),
+    stderr: process.stderr,
+    env: process.env,
+    done: (what) => {
+      done = what;
+    },
+  };
+  main(argv, io).then((code) => {
     process.exitCode = code;
   });
 }

@@ -1,6 +1,6 @@
 import { STATUSES, type Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
-import { decisionTextProblem } from '../runner/approval.js';
+import { decisionTextProblem, hasVisibleText } from '../runner/approval.js';
 import { resolveByOperator } from '../runner/operator.js';
 import { isShadowRecord } from '../runner/shadow.js';
 import {
@@ -277,11 +277,17 @@ function resolveArgs(flags: Flags): { status: 'verified' | 'failed'; note: strin
   }
   const note = stringFlag(flags, 'note');
   const by = stringFlag(flags, 'by');
-  if (note === undefined || note.trim() === '') {
-    throw new UsageError('\'readback ops resolve\' needs --note "...": an operator decision must say why');
+  // The library's rule (resolveByOperator): a zero-width space passes trim() but says nothing.
+  const blank = ' (the one given holds only spaces or invisible characters)';
+  if (note === undefined || !hasVisibleText(note)) {
+    throw new UsageError(
+      `'readback ops resolve' needs --note "...": an operator decision must say why${note === undefined ? '' : blank}`,
+    );
   }
-  if (by === undefined || by.trim() === '') {
-    throw new UsageError("'readback ops resolve' needs --by NAME: an operator decision must say who");
+  if (by === undefined || !hasVisibleText(by)) {
+    throw new UsageError(
+      `'readback ops resolve' needs --by NAME: an operator decision must say who${by === undefined ? '' : blank}`,
+    );
   }
   for (const [flag, text] of [
     ['note', note],
@@ -321,6 +327,9 @@ async function resolveOp(
     }
     throw error;
   }
+  io.done?.(
+    `the decision was recorded: ${printable(id!)} is ${completion.status}; see 'readback ops show ${printable(id!)}'`,
+  );
   if (flags.json) {
     io.stdout.write(`${JSON.stringify(completion, null, 2)}\n`);
     return 0;
@@ -406,6 +415,8 @@ export const opsCommand: Command = {
       }
     }
     if (sub.takesId && id === undefined) throw new UsageError(`'readback ops ${name}' needs an operation id`);
+    // An empty id is an unset shell variable (`ops show "$ID"`), not an id to look up.
+    if (sub.takesId && id === '') throw new UsageError(`'readback ops ${name}': the operation id is empty`);
     if (!sub.takesId && id !== undefined) {
       throw new UsageError(`unexpected argument '${id}' for 'readback ops ${name}'`);
     }
@@ -425,7 +436,9 @@ export const opsCommand: Command = {
       // The store failing under the command (a read-only file, a lost connection) is the user's to fix:
       // name the store and the reason, not readback's stack.
       const reason = error instanceof Error ? error.message : String(error);
-      throw new CommandError(`store ${redact(spec)} failed during 'readback ops ${name}': ${reason}`);
+      throw new CommandError(
+        `store ${redact(spec)} failed during 'readback ops ${name}': ${printable(reason)}`,
+      );
     } finally {
       await store.close();
     }

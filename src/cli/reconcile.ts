@@ -280,7 +280,15 @@ export function progressLine(report: ReconcileReport, final = false): string {
   if (report.errors > 0) parts.push(`errors ${report.errors}`);
   const lost = report.leasesLost ?? 0;
   if (final || lost > 0) parts.push(`leases lost ${lost}`);
+  // A count alone ("errors 7") says nothing to fix while the loop runs; the summary puts the reason on stderr.
+  if (!final && report.lastError !== undefined) parts.push(`last error: ${clipped(report.lastError)}`);
   return `reconcile: ${parts.join(' · ')}`;
+}
+
+// One line: a driver's message can be long, and the progress line is rewritten in place on a terminal.
+function clipped(text: string, max = 160): string {
+  const chars = [...printable(text)];
+  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
 }
 
 /** Runs `readback reconcile`; `onStop` replaces the SIGINT/SIGTERM listeners (tests use it). */
@@ -328,7 +336,7 @@ export async function runReconcile(
         `reconciling ${storeSpec} with ${actions.length} action${actions.length === 1 ? '' : 's'} (Ctrl-C stops after in-flight work)\n`,
       );
     }
-    const report = await runner.reconcile({
+    const report: ReconcileReport = await runner.reconcile({
       once,
       signal: controller.signal,
       ...(concurrency !== undefined ? { concurrency } : {}),
@@ -343,13 +351,15 @@ export async function runReconcile(
             },
           }),
     });
+    // The loop ends on its own only on an error no retry can change (a read-only or vanished store).
+    const gaveUp = !once && !controller.signal.aborted;
     if (json) {
       // leasesLost is in the report only once one is lost; the JSON summary always carries it. One line, so a
       // log collector reading a long-running reconciler's stdout keeps the report as one record.
       io.stdout.write(`${JSON.stringify({ ...report, leasesLost: report.leasesLost ?? 0 })}\n`);
     } else {
       if (tty && progressShown) io.stdout.write('\n');
-      const why = controller.signal.aborted ? 'stopped' : 'done';
+      const why = controller.signal.aborted ? 'stopped' : gaveUp ? 'gave up' : 'done';
       io.stdout.write(`${why}: ${progressLine(report, true).replace(/^reconcile: /, '')}\n`);
       // The error's text comes from a verifier or a store: one line, control characters escaped.
       if (report.lastError)
@@ -357,8 +367,9 @@ export async function runReconcile(
     }
     // A single pass is what a cron job runs: a store or action failure must reach its exit status. An
     // operation left unknown (its budget ran out) is an honest outcome, not an error. The loop retries its
-    // errors itself, so stopping it is a clean shutdown (exit 0) whatever its summary counts.
-    return once && report.errors > 0 ? 1 : 0;
+    // errors itself, so stopping it is a clean shutdown (exit 0) whatever its summary counts; a loop that gave
+    // up on a permanent error failed, and a supervisor must see that.
+    return (once && report.errors > 0) || gaveUp ? 1 : 0;
   } finally {
     removeStop();
     await store.close();
@@ -375,8 +386,9 @@ export const reconcileCommand: Command = {
     '\n' +
     'Exit code: with --once, 0 when the pass is done and 1 when it counted errors (a store or action failure;\n' +
     'an operation left unknown is an outcome, not an error). Without --once it runs until SIGINT/SIGTERM and\n' +
-    'then exits 0: it retries its errors, and its summary counts them. A second signal exits at once (130 for\n' +
-    'SIGINT, 143 for SIGTERM); what it was reading stays leased until --lease-ms passes. 2 on a usage mistake.',
+    'then exits 0: it retries its errors, and its summary counts them, unless one cannot pass (a read-only or\n' +
+    'unopenable store): then it stops and exits 1. A second signal exits at once (130 for SIGINT, 143 for\n' +
+    'SIGTERM); what it was reading stays leased until --lease-ms passes. 2 on a usage mistake.',
   flags: {
     store: {
       type: 'string',

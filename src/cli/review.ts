@@ -12,7 +12,7 @@ import { renderReview, reviewJson } from '../review/report.js';
 import { incidentFromStore } from '../review/store-adapter.js';
 import type { CliIO, Command, ParsedArgs } from './args.js';
 import { UsageError } from './args.js';
-import { CommandError, readUtf8, stringFlag } from './format.js';
+import { CommandError, printable, printableDeep, printableJson, readUtf8, stringFlag } from './format.js';
 import { openStore, redact } from './store.js';
 
 /** The exit code when the review found an unsupported transition (0 is clean; 1 and 2 are errors). */
@@ -46,10 +46,10 @@ async function fromStore(spec: string, flags: ParsedArgs['flags']): Promise<Inci
       // The store failing under the review (a damaged file, a lost connection) is the user's to fix, as for
       // `ops`: name the store and the reason, not readback's stack.
       const reason = error instanceof Error ? error.message : String(error);
-      throw new CommandError(`store ${redact(spec)} failed during 'readback review': ${reason}`);
+      throw new CommandError(`store ${redact(spec)} failed during 'readback review': ${printable(reason)}`);
     }
     if (incident === null)
-      throw new CommandError(`store ${redact(spec)} has no operations for run '${runId}'`);
+      throw new CommandError(`store ${redact(spec)} has no operations for run '${printable(runId)}'`);
     return incident;
   } finally {
     await store.close();
@@ -63,9 +63,11 @@ function fromFile(path: string, flags: ParsedArgs['flags']): Incident {
     throw new UsageError("review reads a trace file, not stdin ('-'): save the trace to a file and name it");
   const read = readIncident(readUtf8(path, 'trace', { tornTail: true }), path);
   if (!read.ok) {
-    const shown = read.issues.slice(0, 20).map((i) => `  ${describeIssue(i)}`);
+    const shown = read.issues.slice(0, 20).map((i) => `  ${printable(describeIssue(i))}`);
     const more = read.issues.length > 20 ? [`  … and ${read.issues.length - 20} more`] : [];
-    throw new CommandError(`${path} is not a valid review trace:\n${[...shown, ...more].join('\n')}`);
+    throw new CommandError(
+      `${printable(path)} is not a valid review trace:\n${[...shown, ...more].join('\n')}`,
+    );
   }
   return supplement(oneRun(read.value, runId), flags);
 }
@@ -78,19 +80,18 @@ function oneRun(incident: Incident, runId: string | undefined): Incident {
       throw new UsageError("option '--run' only applies with '--store' or a readback trace");
     return incident;
   }
-  const runs = runsOf(incident);
+  const runs = runsOf(incident).map(printable);
   const listed = `${runs.slice(0, 10).join(', ')}${runs.length > 10 ? `, … (${runs.length - 10} more)` : ''}`;
+  const source = printable(incident.source);
   if (runId === undefined) {
     if (runs.length > 1)
-      throw new UsageError(
-        `${incident.source} holds ${runs.length} runs (${listed}); pick one with '--run ID'`,
-      );
+      throw new UsageError(`${source} holds ${runs.length} runs (${listed}); pick one with '--run ID'`);
     return incident;
   }
   const run = selectRun(incident, runId);
   if (run === undefined)
     throw new CommandError(
-      `${incident.source} has no events of run '${runId}' (it holds ${listed || 'no runs'})`,
+      `${source} has no events of run '${printable(runId)}' (it holds ${listed || 'no runs'})`,
     );
   return run;
 }
@@ -108,7 +109,7 @@ function supplement(incident: Incident, flags: ParsedArgs['flags']): Incident {
   if (request !== undefined) {
     if (incident.request)
       throw new UsageError(
-        `option '--request': the input already has a request (${describeLocation(incident.request.at)})`,
+        `option '--request': the input already has a request (${printable(describeLocation(incident.request.at))})`,
       );
     incident.request = { text: request, at: { order: 0, part: '--request' } };
   }
@@ -116,7 +117,7 @@ function supplement(incident: Incident, flags: ParsedArgs['flags']): Incident {
     const flag = flags.answer !== undefined ? '--answer' : '--answer-file';
     if (incident.answer)
       throw new UsageError(
-        `option '${flag}': the input already has a final answer (${describeLocation(incident.answer.at)})`,
+        `option '${flag}': the input already has a final answer (${printable(describeLocation(incident.answer.at))})`,
       );
     incident.answer = { text: answer, at: { order: end + 1, part: `the final answer (${flag})` } };
   }
@@ -188,9 +189,13 @@ async function runReview(args: ParsedArgs, io: CliIO): Promise<number> {
   if (fixtureOut !== undefined) {
     writeFixture(fixtureOut, `${JSON.stringify(buildFixture(incident, result), null, 2)}\n`);
   }
-  io.stdout.write(flags.json === true ? reviewJson(result) : renderReview(result));
+  // Trace text is untrusted: a terminal would obey escape sequences in an answer or a tool name, and a line
+  // break in one would forge a line of the report. The JSON keeps every character, escaping the risky ones.
+  io.stdout.write(
+    flags.json === true ? printableJson(reviewJson(result)) : renderReview(printableDeep(result)),
+  );
   if (fixtureOut !== undefined && flags.json !== true)
-    io.stdout.write(`fixture      written to ${fixtureOut}\n`);
+    io.stdout.write(`fixture      written to ${printable(fixtureOut)}\n`);
   return result.first === undefined ? 0 : UNSUPPORTED_EXIT_CODE;
 }
 

@@ -12,7 +12,10 @@ export const DEFAULT_STORE = '.readback/demo.db';
 
 /** Options for `openStore`. */
 export interface OpenStoreOptions {
-  /** Create the database file when it does not exist (default false: a typo must not yield an empty store). */
+  /**
+   * Create the database file when it does not exist, or migrate an empty one (default false: a typo must not
+   * yield an empty store); an existing database without readback's tables is refused either way.
+   */
   create?: boolean;
   /** Options passed on to `postgresStore` for a `postgres://` store (lease clock, reconnect); ignored for SQLite. */
   postgres?: PostgresOpenOptions;
@@ -102,7 +105,8 @@ export function redact(spec: string): string {
  * Opens the store a `--store` value names: a file path is a SQLite database, a `postgres://…` or
  * `postgresql://…` URL a Postgres store (schema from `?schema=name`, default `readback`). Unless `create`
  * is set, a missing file or schema, or one without readback's tables, is a usage error and left as it is;
- * with `create`, both are created and migrated. A leading `~` in a path is the home directory.
+ * with `create`, a missing or empty file and a missing schema are created and migrated, but a SQLite file
+ * holding another program's database is still refused. A leading `~` in a path is the home directory.
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<OperationStore> {
   if (spec.trim() === '') throw new UsageError("option '--store' needs a path");
@@ -116,15 +120,16 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   const problem = storePathProblem(expandHome(spec));
   if (problem) throw new UsageError(`store ${spec} ${problem}`);
   const path = resolve(expandHome(spec));
-  if (!options.create) {
-    if (!existsSync(path)) {
-      const where = path === resolve(spec) ? '' : ` at ${path}`;
-      throw new UsageError(
-        `no store at ${spec} (file not found${where}); run 'readback demo' first or pass --store <path>`,
-      );
-    }
+  if (!options.create && !existsSync(path)) {
+    const where = path === resolve(spec) ? '' : ` at ${path}`;
+    throw new UsageError(
+      `no store at ${spec} (file not found${where}); run 'readback demo' first or pass --store <path>`,
+    );
+  }
+  if (existsSync(path)) {
     if (!statSync(path).isFile()) throw new UsageError(`store ${spec} is not a file`);
-    await requireReadbackTables(path, spec);
+    // Creating may start from an empty file (touched for it), never from another program's database.
+    if (!options.create || statSync(path).size > 0) await requireReadbackTables(path, spec, options.create);
   }
   let mod: SqliteModule;
   try {
@@ -155,8 +160,10 @@ type ReadOnlyDatabase = new (path: string, options: { readonly: true; fileMustEx
 // not a command pointed at an existing store: an empty file or another program's database would silently
 // become an empty readback store. So a read-only look comes first; where the look itself fails (no driver,
 // not a database), the store's own open reports that, and leaves the file alone.
-async function requireReadbackTables(path: string, spec: string): Promise<void> {
-  const hint = "pass the store your program or 'readback demo' wrote; readback leaves this file as it is";
+async function requireReadbackTables(path: string, spec: string, create = false): Promise<void> {
+  const hint = create
+    ? 'pass a new file or an existing readback store; readback leaves this file as it is'
+    : "pass the store your program or 'readback demo' wrote; readback leaves this file as it is";
   if (statSync(path).size === 0)
     throw new UsageError(`store ${spec} is an empty file, not a readback store; ${hint}`);
   let db: SqliteLike;

@@ -20,12 +20,30 @@ export interface ReviewDecision {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
+// The bidirectional marks, embeddings, overrides and isolates: a name holding one shows its letters in another
+// order than they are stored ("Trojan Source"), so the name seen is not the name recorded.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+// What shows nothing: whitespace, controls, format characters (zero-width space and joiners, bidi marks, the
+// BOM, the soft hyphen), variation selectors, the combining grapheme joiner, and blank letters (Hangul fillers).
+const INVISIBLE =
+  /^(?:[\s\p{Cc}\p{Cf}\u115f\u1160\u2800\u3164\uffa0]|\p{Variation_Selector}|\u034f|\u17b4|\u17b5)*$/u;
+
+/** True when the text shows something: not empty, and not only whitespace or invisible characters. */
+export function hasVisibleText(text: string): boolean {
+  return !INVISIBLE.test(text);
+}
+
 /**
  * What is wrong with decision text, or undefined: NUL (Postgres jsonb refuses it) and lone surrogates (not
- * UTF-8) cannot be stored exactly by every store, and a name (`oneLine`) must not hold control characters.
+ * UTF-8) cannot be stored exactly by every store, and a name (`oneLine`) must show something and must not
+ * hold control characters or bidirectional controls.
  */
 export function decisionTextProblem(text: string, oneLine: boolean): string | undefined {
   if (oneLine && CONTROL.test(text)) return 'must not contain control characters or line breaks';
+  if (oneLine && BIDI.test(text)) return 'must not contain bidirectional control characters';
+  if (oneLine && !hasVisibleText(text))
+    return 'must hold visible text, not only spaces or invisible characters';
   if (storableText(text, true)) return undefined;
   return text.includes('\u0000')
     ? 'must not contain a NUL character'

@@ -3,7 +3,7 @@ import { ReadbackError } from '../errors.js';
 import { formMessage } from '../messages/templates.js';
 import type { OperationStore } from '../store/types.js';
 import { OPEN_LIFECYCLES } from '../store/types.js';
-import { decisionTextProblem } from './approval.js';
+import { decisionTextProblem, hasVisibleText } from './approval.js';
 import { asShadow } from './shadow.js';
 
 /** An operator's decision on an open operation, made outside any agent run. */
@@ -27,7 +27,8 @@ export async function resolveByOperator(
     throw new ReadbackError('invalid_options', 'must be "verified" or "failed"', 'status');
   }
   for (const field of ['note', 'by'] as const) {
-    if (typeof resolution[field] !== 'string' || resolution[field].trim() === '') {
+    // Zero-width or other invisible characters alone would record a decision that shows no one and no reason.
+    if (typeof resolution[field] !== 'string' || !hasVisibleText(resolution[field])) {
       throw new ReadbackError(
         'invalid_options',
         'is required: an operator decision must say who and why',

@@ -283,7 +283,19 @@ function positiveInt(value: number, field: string): number {
 }
 
 // Stores report a failure to reach their database as the driver's own error; a ReadbackError is a refusal that
-// no retry changes (a closed store, an argument it cannot take), except a conflict with another writer.
+// no retry changes (a closed store, an argument it cannot take), except a conflict with another writer. So is a
+// SQLite file this process cannot write or open (read-only, or its path gone): waiting would spin forever.
 function isPermanent(error: unknown): boolean {
-  return error instanceof ReadbackError && error.code !== 'store_conflict';
+  if (error instanceof ReadbackError) return error.code !== 'store_conflict';
+  const { code, errcode, message } = (error ?? {}) as {
+    code?: unknown;
+    errcode?: unknown;
+    message?: unknown;
+  };
+  return (
+    // The SQLite drivers: one names the (extended) result code, Node's built-in one its number (8 READONLY, 14 CANTOPEN).
+    (typeof code === 'string' && /^SQLITE_(READONLY|CANTOPEN)(_|$)/.test(code)) ||
+    (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number' && [8, 14].includes(errcode & 0xff)) ||
+    (typeof message === 'string' && message.includes('attempt to write a readonly database'))
+  );
 }

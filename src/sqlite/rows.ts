@@ -134,8 +134,18 @@ export const PATCH_COLUMNS: Readonly<Record<keyof RecordPatch | 'requestedAt', C
   leaseExpiresAt: { column: 'lease_expires_at' },
 };
 
-function fromJson(text: string | null): unknown {
-  return text === null ? null : JSON.parse(text);
+// Rows are decoded on every read, so the success path stays a bare JSON.parse; only a damaged row (edited by
+// hand, or by another program) pays for the message naming the operation and the column.
+function fromJson(text: string | null, id: string, column: string): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`operation ${id}: column ${column} does not hold valid JSON (${reason})`, {
+      cause: error,
+    });
+  }
 }
 
 // node:sqlite (readBigInts) and better-sqlite3 (safeIntegers) may hand back integers as BigInt.
@@ -191,12 +201,12 @@ export function recordFromValues(values: readonly unknown[], bound?: BoundJson):
     id: v[0],
     action: v[2],
     target: v[3],
-    scope: bound?.scope ?? (fromJson(v[4]) as Record<string, string>),
+    scope: bound?.scope ?? (fromJson(v[4], v[0], 'scope') as Record<string, string>),
     fingerprint: v[5],
     idempotencyKey: v[6],
     runId: v[7],
     actor: v[8],
-    input: bound?.input ?? fromJson(v[9]),
+    input: bound?.input ?? fromJson(v[9], v[0], 'input'),
     attempt: num(v[10]),
     lifecycle: v[11] as Lifecycle,
     status: v[12] as Status | null,
@@ -208,9 +218,9 @@ export function recordFromValues(values: readonly unknown[], bound?: BoundJson):
     lastObservedAt: numOrNull(v[18]),
     nextPollAt: numOrNull(v[19]),
     reads: num(v[20]),
-    providerRef: bound?.providerRef ?? fromJson(v[21]),
-    baseline: bound?.baseline ?? fromJson(v[22]),
-    completion: bound?.completion ?? (fromJson(v[23]) as Completion | null),
+    providerRef: bound?.providerRef ?? fromJson(v[21], v[0], 'provider_ref'),
+    baseline: bound?.baseline ?? fromJson(v[22], v[0], 'baseline'),
+    completion: bound?.completion ?? (fromJson(v[23], v[0], 'completion') as Completion | null),
     leaseOwner: v[24],
     leaseToken: v[25],
     leaseExpiresAt: numOrNull(v[26]),
@@ -346,7 +356,11 @@ export function eventFromRow(row: EventRow): OperationEvent {
     actor: row.actor,
     attempt: num(row.attempt),
   };
-  if (row.detail !== null) event.detail = JSON.parse(row.detail) as Record<string, unknown>;
+  if (row.detail !== null)
+    event.detail = fromJson(row.detail, row.operation_id, 'readback_events.detail') as Record<
+      string,
+      unknown
+    >;
   return event;
 }
 

@@ -213,12 +213,15 @@ describe('readback reconcile --once', () => {
 
 describe('readback reconcile --once: exit code', () => {
   /** Opens the store once more for the CLI, with `method` failing as a read-only file fails a write. */
-  function refuse(method: 'transition' | 'claimDue') {
+  function refuse(
+    method: 'transition' | 'claimDue',
+    error: () => Error = () => new Error('attempt to write a readonly database'),
+  ) {
     const real = vi.mocked(openStore).getMockImplementation() ?? openStore;
     vi.mocked(openStore).mockImplementationOnce(async (spec, options) => {
       const store = await real(spec, options);
       const fail = async () => {
-        throw new Error('attempt to write a readonly database');
+        throw error();
       };
       return { ...store, [method]: fail, close: () => store.close() };
     });
@@ -251,18 +254,65 @@ describe('readback reconcile --once: exit code', () => {
 
   it('without --once, exits 0 when stopped even after errors: the loop retries them', async () => {
     await seedPending(1);
-    refuse('claimDue');
+    // A lost connection comes back: the loop waits and retries it.
+    refuse('claimDue', () => Object.assign(new Error('connection reset by peer'), { code: 'ECONNRESET' }));
     let stop: (() => void) | undefined;
     const { io, out } = sink();
     const done = runReconcile({ flags: { store: db, actions: modulePath }, positionals: [] }, io, (s) => {
       stop = s;
       return () => undefined;
     });
-    await vi.waitFor(() => expect(out()).toContain('errors 1'), { timeout: 5_000 });
+    // The progress line gives the reason as it happens, not only a count.
+    await vi.waitFor(
+      () => expect(out()).toContain('errors 1 · last error: ECONNRESET: connection reset by peer'),
+      {
+        timeout: 5_000,
+      },
+    );
     stop!();
     expect(await done).toBe(0);
     expect(out()).toContain('stopped: 0 rounds · 0 claimed');
-    expect(out()).toContain('readback: last error while reconciling: attempt to write a readonly database');
+    expect(out()).toContain('readback: last error while reconciling: ECONNRESET: connection reset by peer');
+  });
+
+  it('without --once, stops on a read-only or unopenable store and exits 1, saying why', async () => {
+    const readOnly = () =>
+      Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' });
+    const cantOpen = () =>
+      Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' });
+    const nodeSqlite = () =>
+      Object.assign(new Error('attempt to write a readonly database'), {
+        code: 'ERR_SQLITE_ERROR',
+        errcode: 8,
+      });
+    await seedPending(1);
+    for (const error of [readOnly, cantOpen, nodeSqlite]) {
+      refuse('claimDue', error);
+      const { io, out } = sink();
+      // No stop is ever requested: the loop must end by itself.
+      const code = await runReconcile(
+        { flags: { store: db, actions: modulePath }, positionals: [] },
+        io,
+        () => {
+          return () => undefined;
+        },
+      );
+      expect(code).toBe(1);
+      const reason = `${(error() as { code?: string }).code}: ${error().message}`;
+      expect(out()).toContain(
+        `reconcile: 0 rounds · 0 claimed · verified 0 · failed 0 · unknown 0 · pending 0 · errors 1 · last error: ${reason}\n`,
+      );
+      expect(out()).toContain('gave up: 0 rounds · 0 claimed');
+      expect(out()).toContain(`readback: last error while reconciling: ${reason}`);
+    }
+    // Under --json the report is printed and the exit code says the same.
+    refuse('claimDue', readOnly);
+    const json = await runCli(['reconcile', '--store', db, '--actions', modulePath, '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      errors: 1,
+      lastError: expect.stringContaining('readonly'),
+    });
   });
 
   it('exits 0 when an operation ends unknown because its read budget ran out', async () => {

@@ -50,4 +50,39 @@ describe('operator resolution', () => {
     ).rejects.toMatchObject({ field: 'status' });
     expect((await runner.store.get(c.operationId))?.status).toBe('verified');
   });
+
+  it('refuses a who or why that shows nothing, and a name with bidi controls, recording nothing', async () => {
+    const { hd, runner } = setup();
+    hd.mail.faults.nextOutcome = 'stuck';
+    const c = await runner.run(
+      hd.actions.sendEmail,
+      { to: 'ana@example.com', subject: 'Hi', body: 'x' },
+      ctx,
+    );
+    const now = hd.clock.now();
+    const resolve = (note: string, by: string) =>
+      resolveByOperator(runner.store, c.operationId, { status: 'verified', note, by }, now);
+    for (const invisible of ['\u200b', '\u2060\u200d', '\ufe0f', ' \u00ad ', '\u3164', '\u{e0100}']) {
+      await expect(resolve(invisible, 'maria')).rejects.toMatchObject({
+        code: 'invalid_options',
+        field: 'note',
+      });
+      await expect(resolve('checked the queue', invisible)).rejects.toMatchObject({
+        code: 'invalid_options',
+        field: 'by',
+      });
+    }
+    for (const bidi of ['\u202e', '\u2066', '\u200f', '\u061c']) {
+      await expect(resolve('checked the queue', `maria${bidi}`)).rejects.toMatchObject({
+        code: 'invalid_options',
+        field: 'by',
+        message: 'by: must not contain bidirectional control characters',
+      });
+    }
+    expect((await runner.store.get(c.operationId))?.lifecycle).not.toBe('settled');
+    // Right-to-left text in the note is a reason like any other.
+    await expect(resolve('the provider said \u202bلا\u202c', 'maria')).resolves.toMatchObject({
+      status: 'verified',
+    });
+  });
 });
