@@ -292,10 +292,19 @@ function isPermanent(error: unknown): boolean {
     errcode?: unknown;
     message?: unknown;
   };
+  // SQLITE_READONLY_RECOVERY passes: another connection is recovering the WAL, and writes work again after it.
+  if (code === 'SQLITE_READONLY_RECOVERY' || errcode === SQLITE_READONLY_RECOVERY) return false;
   return (
-    // The SQLite drivers: one names the (extended) result code, Node's built-in one its number (8 READONLY, 14 CANTOPEN).
+    // The SQLite drivers: one names the (extended) result code, Node's built-in one gives its number.
     (typeof code === 'string' && /^SQLITE_(READONLY|CANTOPEN)(_|$)/.test(code)) ||
-    (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number' && [8, 14].includes(errcode & 0xff)) ||
+    (code === 'ERR_SQLITE_ERROR' &&
+      typeof errcode === 'number' &&
+      [SQLITE_READONLY, SQLITE_CANTOPEN].includes(errcode & 0xff)) ||
     (typeof message === 'string' && message.includes('attempt to write a readonly database'))
   );
 }
+
+// SQLite's result codes (the low byte; extended codes add a reason above it).
+const SQLITE_READONLY = 8;
+const SQLITE_CANTOPEN = 14;
+const SQLITE_READONLY_RECOVERY = SQLITE_READONLY | (1 << 8);

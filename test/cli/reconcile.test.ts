@@ -275,6 +275,25 @@ describe('readback reconcile --once: exit code', () => {
     expect(out()).toContain('readback: last error while reconciling: ECONNRESET: connection reset by peer');
   });
 
+  it('without --once, keeps retrying while another connection recovers the WAL (SQLITE_READONLY_RECOVERY)', async () => {
+    await seedPending(1);
+    refuse('claimDue', () =>
+      Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY_RECOVERY' }),
+    );
+    let stop: (() => void) | undefined;
+    const { io, out } = sink();
+    const done = runReconcile({ flags: { store: db, actions: modulePath }, positionals: [] }, io, (s) => {
+      stop = s;
+      return () => undefined;
+    });
+    await vi.waitFor(() => expect(out()).toContain('errors 1 · last error: SQLITE_READONLY_RECOVERY'), {
+      timeout: 5_000,
+    });
+    stop!();
+    expect(await done).toBe(0);
+    expect(out()).not.toContain('gave up');
+  });
+
   it('without --once, stops on a read-only or unopenable store and exits 1, saying why', async () => {
     const readOnly = () =>
       Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' });
