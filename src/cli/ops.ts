@@ -319,7 +319,10 @@ async function resolveOp(
   try {
     completion = await resolveByOperator(store, id!, { status, note, by }, Date.now());
   } catch (error) {
-    if (error instanceof ReadbackError && error.code === 'already_settled') {
+    if (
+      error instanceof ReadbackError &&
+      (error.code === 'already_settled' || error.code === 'store_conflict')
+    ) {
       throw new CommandError(`${error.message}; nothing was changed`);
     }
     if (error instanceof ReadbackError && error.code === 'unknown_operation') {

@@ -68,12 +68,14 @@ export class Drive extends FollowUp {
     if (events.some((e) => e.type === 'approved')) return false;
     try {
       const { runId, scope, actor } = this.record;
+      // Fail closed: only an explicit `false` lets the call run unreviewed; a policy answering anything else
+      // (a truthy 1 or 'yes', an object, nothing at all) has not said the call is safe to run.
       return (
         (await this.action.needsApproval?.(this.record.input, {
           runId,
           scope,
           ...(actor ? { actor } : {}),
-        })) === true
+        })) !== false
       );
     } catch {
       // Fail closed: a policy that cannot decide sends the call to a reviewer.

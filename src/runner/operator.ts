@@ -2,7 +2,6 @@ import type { Completion, CompletionDraft } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { formMessage } from '../messages/templates.js';
 import type { OperationStore } from '../store/types.js';
-import { OPEN_LIFECYCLES } from '../store/types.js';
 import { decisionTextProblem, hasVisibleText } from './approval.js';
 import { asShadow } from './shadow.js';
 
@@ -69,9 +68,11 @@ export async function resolveByOperator(
   // A shadow operation stays a shadow observation: the live tool's claim is judged against the operator's
   // decision, so `ops list --shadow` still shows the disagreement, and the message is never proof for users.
   const completion = previous?.shadow ? asShadow(formed, previous.shadow.claimed) : formed;
+  // A compare-and-set on what the decision was made from: a record that moved on meanwhile (a run executed it, a
+  // read settled or parked it) is not settled on the strength of a view that no longer holds.
   const updated = await store.transition(
     operationId,
-    OPEN_LIFECYCLES,
+    [record.lifecycle],
     {
       lifecycle: 'settled',
       status: resolution.status,
@@ -92,11 +93,21 @@ export async function resolveByOperator(
       attempt: record.attempt,
       detail: { by: resolution.by, note: resolution.note, previousStatus: record.status },
     },
+    { attempt: record.attempt },
   );
   if (!updated) {
+    const now = await store.get(operationId);
+    if (now?.lifecycle === 'settled') {
+      throw new ReadbackError(
+        'already_settled',
+        `operation ${operationId} settled as ${now.status} while it was being resolved`,
+        'operationId',
+      );
+    }
+    const where = now ? `${now.lifecycle}, attempt ${now.attempt}` : 'gone';
     throw new ReadbackError(
-      'already_settled',
-      `operation ${operationId} settled while it was being resolved`,
+      'store_conflict',
+      `operation ${operationId} moved on while it was being resolved (it was ${record.lifecycle}, attempt ${record.attempt}; now ${where}); look at it again before deciding`,
       'operationId',
     );
   }
