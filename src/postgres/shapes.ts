@@ -21,16 +21,16 @@ export interface TransitionShape {
 export function transitionShapes(tables: Tables) {
   let shapes = columnTrie<TransitionShape>();
   let count = 0;
-  return (columns: string[], leaseToken: boolean, attempt: boolean): TransitionShape => {
+  return (columns: string[], leaseToken: boolean, attempt: boolean, status = false): TransitionShape => {
     const node = columnNode(shapes, columns);
-    const guards = (leaseToken ? 1 : 0) + (attempt ? 2 : 0);
+    const guards = (leaseToken ? 1 : 0) + (attempt ? 2 : 0) + (status ? 4 : 0);
     let shape = node.values[guards];
     if (shape === undefined) {
       if (++count > MAX_SHAPES) {
         shapes = columnTrie();
         count = 0;
       }
-      const guard = { leaseToken, attempt };
+      const guard = { leaseToken, attempt, status };
       let batchText: string | undefined;
       shape = {
         key: `${columns.join(',')}|${guards}`,

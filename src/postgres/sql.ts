@@ -302,7 +302,7 @@ export function claimDueByActionSql(t: Tables, count: number): string {
 export function transitionSql(
   t: Tables,
   columns: readonly string[],
-  guard: { leaseToken: boolean; attempt: boolean },
+  guard: { leaseToken: boolean; attempt: boolean; status?: boolean },
 ): string {
   let n = 3;
   // Column names come only from PATCH_COLUMNS (sqlite/rows.ts), never from a caller's data.
@@ -312,6 +312,7 @@ export function transitionSql(
   const where = ['o.id = $1', 'o.id = cur.id', 'o.lifecycle = ANY($2::text[])', "o.lifecycle <> 'settled'"];
   if (guard.leaseToken) where.push(`o.lease_token = $${++n}::text`);
   if (guard.attempt) where.push(`o.attempt = $${++n}::int`);
+  if (guard.status) where.push(`o.status IS NOT DISTINCT FROM $${++n}::text`);
   const e = (k: number) => `$${n + k}`;
   return `WITH cur AS (
       SELECT id, lifecycle FROM ${t.operations} WHERE id = $1 FOR NO KEY UPDATE
@@ -361,7 +362,7 @@ function columnType(column: string): string {
 export function transitionBatchSql(
   t: Tables,
   columns: readonly string[],
-  guard: { leaseToken: boolean; attempt: boolean },
+  guard: { leaseToken: boolean; attempt: boolean; status?: boolean },
 ): string {
   const fields: [name: string, type: string][] = [
     ['id', 'text'],
@@ -370,6 +371,7 @@ export function transitionBatchSql(
     ...columns.map((c, i): [string, string] => [`p${i}`, columnType(c)]),
     ...(guard.leaseToken ? [['lease_token', 'text'] as [string, string]] : []),
     ...(guard.attempt ? [['attempt', 'integer'] as [string, string]] : []),
+    ...(guard.status ? [['seen_status', 'text'] as [string, string]] : []),
     ...EVENT_FIELDS,
   ];
   // ->> gives the element as text (SQL NULL for JSON null) and the cast parses it as a lone statement's
@@ -381,6 +383,7 @@ export function transitionBatchSql(
   const where = ['o.id = cur.id', 'cur.from_lifecycles ? o.lifecycle', "o.lifecycle <> 'settled'"];
   if (guard.leaseToken) where.push('o.lease_token = cur.lease_token');
   if (guard.attempt) where.push('o.attempt = cur.attempt');
+  if (guard.status) where.push('o.status IS NOT DISTINCT FROM cur.seen_status');
   // cur carries each transition's values next to the row it locked, so the UPDATE joins one row per id.
   return `WITH v AS (
       SELECT ${unpack.join(', ')} FROM jsonb_array_elements($1::jsonb) AS x

@@ -162,6 +162,7 @@ export function createPostgresStore({
       columns,
       guard.leaseToken !== undefined,
       guard.attempt !== undefined,
+      guard.status !== undefined,
     );
     const params = values;
     for (let i = 0; i < params.length; i++) {
@@ -173,6 +174,7 @@ export function createPostgresStore({
     params.unshift(id, from.slice(), wholeMs(updatedAt));
     if (guard.leaseToken !== undefined) params.push(guard.leaseToken);
     if (guard.attempt !== undefined) params.push(guard.attempt);
+    if (guard.status !== undefined) params.push(guard.status);
     pushEventValues(params, event);
     params.push(randomUUID());
     // A batch matches its rows back to callers by id as Postgres returns it, so only string ids ride in one.

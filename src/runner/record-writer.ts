@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { AnyAction, Completion, RunContext } from '../contract/types.js';
+import type { AnyAction, Completion, RunContext, Status } from '../contract/types.js';
 import { ReadbackError } from '../errors.js';
 import { storableCopy } from '../store/records.js';
 import type {
@@ -147,10 +147,16 @@ export class RecordWriter {
     const detail: Record<string, unknown> = { errorCode: outcome.errorCode ?? null };
     if (completion.shadow) detail.shadow = completion.shadow;
     this.renderedWrite = false;
-    return this.move([this.record.lifecycle], patch, {
-      type: to === 'settled' ? 'settled' : 'status',
-      detail,
-    }).then((ok) => {
+    // An approval puts a record back to `requested`: a write from there also checks the status this drive saw,
+    // so a drive that began before the approval cannot park the approved operation again or fail it.
+    const seen = this.record.lifecycle === 'requested' ? { status: this.record.status } : undefined;
+    return this.move(
+      [this.record.lifecycle],
+      patch,
+      { type: to === 'settled' ? 'settled' : 'status', detail },
+      undefined,
+      seen,
+    ).then((ok) => {
       if (!ok) return this.superseded();
       // What was stored is what every later read returns: answer with it when text had to be rendered.
       return this.renderedWrite && this.record.completion ? this.record.completion : completion;
@@ -225,8 +231,9 @@ export class RecordWriter {
     patch: RecordPatch,
     event: Pick<NewEvent, 'type' | 'detail'>,
     attempt?: number,
+    seen?: { status: Status | null },
   ): Promise<boolean> {
-    return settle(() => this.moveRecord(from, patch, event, attempt));
+    return settle(() => this.moveRecord(from, patch, event, attempt, seen));
   }
 
   private moveRecord(
@@ -234,6 +241,7 @@ export class RecordWriter {
     patch: RecordPatch,
     event: Pick<NewEvent, 'type' | 'detail'>,
     attempt: number | undefined,
+    seen: { status: Status | null } | undefined,
   ): Promise<boolean> {
     const now = this.env.clock.now();
     const record = this.record;
@@ -261,6 +269,7 @@ export class RecordWriter {
     const guard: TransitionGuard = {};
     if (attempt !== undefined) guard.attempt = attempt;
     if (this.leaseToken) guard.leaseToken = this.leaseToken;
+    if (seen) guard.status = seen.status;
     const applied = (moved: OperationRecord | null): boolean => {
       if (!moved) return false;
       this.record = moved;

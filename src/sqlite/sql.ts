@@ -62,9 +62,14 @@ export const INSERT_OPERATION = `INSERT INTO readback_operations (${OPERATION_CO
  * still in one of `fromCount` lifecycles (never `settled`) and, when given, still holds the lease
  * token and attempt the writer saw. It runs under the write lock, so the WHERE is the whole check.
  * Parameters: column values, updated_at, id, the from lifecycles, then (checkLease, leaseToken) and
- * (checkAttempt, attempt), where a check flag of 0 leaves that guard out.
+ * (checkAttempt, attempt), where a check flag of 0 leaves that guard out, then with `guardsStatus` the status
+ * the writer saw (a separate text: the common writes bind nothing for it).
  */
-export function updateOperationSql(columns: readonly string[], fromCount: number): string {
+export function updateOperationSql(
+  columns: readonly string[],
+  fromCount: number,
+  guardsStatus = false,
+): string {
   // Built once per shape and found again through a trie keyed by the column names (constants, so their
   // hashes are cached): a transition runs on every step of every action, and building this text (then
   // hashing it for the statement cache) each time was a measurable part of a fast action's cost.
@@ -74,15 +79,16 @@ export function updateOperationSql(columns: readonly string[], fromCount: number
     shapeCount = 0;
   }
   const node = columnNode(updateShapes, columns);
-  let sql = node.values[fromCount];
+  const slot = fromCount * 2 + (guardsStatus ? 1 : 0);
+  let sql = node.values[slot];
   if (sql === undefined) {
     // Column names come only from PATCH_COLUMNS (rows.ts), never from a caller's data.
     const sets = [...columns.map((c) => `${c} = ?`), 'updated_at = ?'];
     sql = `UPDATE readback_operations SET ${sets.join(', ')}
     WHERE id = ? AND lifecycle IN (${placeholders(fromCount)}) AND lifecycle <> 'settled'
-      AND (? = 0 OR lease_token IS ?) AND (? = 0 OR attempt IS ?)
+      AND (? = 0 OR lease_token IS ?) AND (? = 0 OR attempt IS ?)${guardsStatus ? ' AND status IS ?' : ''}
     RETURNING ${OPERATION_COLUMNS}`;
-    node.values[fromCount] = sql;
+    node.values[slot] = sql;
     shapeCount++;
   }
   return sql;

@@ -256,7 +256,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
         guard.attempt === undefined ? 0 : 1,
         guard.attempt ?? null,
       ];
-      const updated = rows(updateOperationSql(columns, from.length)).get(...params);
+      const guardsStatus = guard.status !== undefined;
+      if (guardsStatus) params.push(guard.status ?? null);
+      const updated = rows(updateOperationSql(columns, from.length, guardsStatus)).get(...params);
       // No row: the compare-and-set did not match (wrong lifecycle, settled, lease or attempt moved on).
       if (updated === undefined) return null;
       const next = recordFromValues(updated, bound);

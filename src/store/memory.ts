@@ -78,6 +78,7 @@ export function memoryStore(): OperationStore {
     if (current.lifecycle === 'settled' || !from.includes(current.lifecycle)) return null;
     if (guard.leaseToken !== undefined && current.leaseToken !== guard.leaseToken) return null;
     if (guard.attempt !== undefined && current.attempt !== guard.attempt) return null;
+    if (guard.status !== undefined && current.status !== guard.status) return null;
 
     // An explicit `undefined` in a patch means "not given", as it would for an omitted column.
     const changed: Record<string, unknown> = { ...current };

@@ -122,10 +122,15 @@ export interface ClaimOptions {
   actions?: readonly string[];
 }
 
-/** Extra compare-and-set conditions: the lease token held, and the attempt the writer saw. */
+/** Extra compare-and-set conditions: the lease token held, and the attempt and status the writer saw. */
 export interface TransitionGuard {
   leaseToken?: string;
   attempt?: number;
+  /**
+   * The status the writer saw (null included). A record can return to a lifecycle it had (an approval puts it
+   * back to `requested`), so the lifecycle alone cannot tell a writer that the record moved on and came back.
+   */
+  status?: Status | null;
 }
 
 /** A transition a reserve may apply to the record it creates, as `transition(id, ['requested'], …)` would. */

@@ -123,6 +123,25 @@ export const transitionCases: CaseBody[] = [
   ],
 
   [
+    'a status guard tells a record that left a lifecycle and came back from one that never left',
+    async (store) => {
+      await reserve(store, 1);
+      // Parked for a reviewer and approved: `requested` again, now pending. A writer that saw the fresh record
+      // (status null) must not match it; one that saw it pending does.
+      await move(store, 'op-1', 'awaiting_approval', T0 + 1, { status: 'pending' });
+      await move(store, 'op-1', 'requested', T0 + 2, { status: 'pending' });
+      const park = (status: 'pending' | null) =>
+        store.transition('op-1', ['requested'], { lifecycle: 'awaiting_approval' }, ev('status', T0 + 3), {
+          status,
+        });
+      assert.equal(await park(null), null);
+      assert.equal((await store.get('op-1'))?.lifecycle, 'requested');
+      assert.equal((await park('pending'))?.lifecycle, 'awaiting_approval');
+      assert.equal((await store.events('op-1')).length, 4);
+    },
+  ],
+
+  [
     'transition refuses to change identity fields',
     async (store) => {
       const record = await reserve(store, 1);
