@@ -318,6 +318,10 @@ function checkedPatchField(field: string, value: unknown, nul: boolean): ColumnS
     throw new ReadbackError('invalid_options', 'must not be null', `patch.${field}`);
   }
   if (!spec.json && typeof value === 'string') requireStorableText(value, `patch.${field}`, nul);
+  // SQLite binds NaN as NULL (a record never due again) and Postgres refuses it with a bare cast error.
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new ReadbackError('invalid_options', 'must be a finite number', `patch.${field}`);
+  }
   return spec;
 }
 

@@ -166,7 +166,9 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
         changes = stmt(INSERT_OPERATION).run(...params).changes;
       } catch (error) {
         // The id is taken: by this same key (a repeat) or by another (a conflict). Anything else,
-        // or a read that fails too, surfaces as the INSERT's own error.
+        // or a read that fails too, surfaces as the INSERT's own error; so does an error after which SQLite
+        // ended the transaction (an answer read outside it would not be this write's).
+        if (db.inTransaction === false || db.isTransaction === false) throw error;
         let taken: { record: OperationRecord; created: false } | 'id' | undefined;
         try {
           const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey);
@@ -325,7 +327,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
     async claimDue(limit, leaseMs, owner, now, options) {
       open('claimDue');
       const actions = requireClaimArgs(limit, leaseMs, owner, now, options);
-      if (nul) requireStorableText(owner, 'owner', true);
+      requireStorableText(owner, 'owner', nul);
       const named = actionsToWalk(actions);
       const selectDue = named ? selectDueByActionSql(named.length) : SELECT_DUE;
       const dueParams = named

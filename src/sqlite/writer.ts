@@ -62,6 +62,9 @@ export function createWriter({
     }
   };
 
+  // Handles that cannot say (a caller's minimal SqliteLike) are taken to be in the transaction they began.
+  const inTransaction = (): boolean => db.inTransaction !== false && db.isTransaction !== false;
+
   // One transaction per write: what `groupCommit: false` runs, synchronously inside the call.
   const writeNow = <T>(body: () => T): T => {
     requireOwnTransaction();
@@ -97,7 +100,13 @@ export function createWriter({
     const outcomes: Outcome[] = [];
     try {
       if (!isolate) {
-        for (const write of batch) outcomes.push({ ok: true, value: write.body() });
+        for (const write of batch) {
+          outcomes.push({ ok: true, value: write.body() });
+          // A write that caught an error after which SQLite ended the transaction (SQLITE_IOERR, SQLITE_FULL)
+          // would leave the writes after it to commit one statement at a time: the batch fails here instead.
+          if (!inTransaction())
+            throw new ReadbackError('store_conflict', `${label}: SQLite ended the transaction`);
+        }
       } else if (batch.length === 1) {
         // Alone in its transaction, a write needs no savepoint: a failure rolls the whole thing back.
         try {

@@ -6,6 +6,7 @@ import {
   newRecord,
   pruneLimit,
   requireClaimArgs,
+  requireFiniteNumbers,
   requireKnownLifecycle,
   requirePositiveInt,
   requireRenewArgs,
@@ -104,10 +105,12 @@ export function memoryStore(): OperationStore {
       requireString(op.id, 'op.id');
       requireString(op.idempotencyKey, 'op.idempotencyKey');
       requireTime(op.requestedAt, 'op.requestedAt');
+      requireFiniteNumbers(op, 'op');
       requireTime(event.at, 'event.at');
       if (start) {
         requireTime(start.event.at, 'start.event.at');
         requireKnownLifecycle(start.patch);
+        requireFiniteNumbers(start.patch, 'patch');
       }
 
       const existingId = idByKey.get(op.idempotencyKey);
@@ -140,6 +143,7 @@ export function memoryStore(): OperationStore {
       open('transition');
       requireTime(event.at, 'event.at');
       requireKnownLifecycle(patch);
+      requireFiniteNumbers(patch, 'patch');
       const entry = byId.get(id);
       if (!entry) return null;
       const next = apply(entry, from, patch, event, guard);

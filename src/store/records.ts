@@ -67,6 +67,31 @@ export function requireTime(value: unknown, field: string): void {
   }
 }
 
+// The record's number fields: a NaN or an infinity in one would be kept by one store, stored as NULL by another
+// (never due again) and refused by a third, so every store refuses it up front, naming the field.
+const NUMBER_FIELDS = [
+  'attempt',
+  'reads',
+  'executedAt',
+  'inFlightUntil',
+  'acceptedAt',
+  'lastObservedAt',
+  'nextPollAt',
+  'leaseExpiresAt',
+  'updatedAt',
+] as const;
+
+/** Refuses a number field of a patch or a new operation (`where` names it) that is NaN or infinite. */
+export function requireFiniteNumbers(fields: object, where: string): void {
+  const given = fields as Record<string, unknown>;
+  for (const field of NUMBER_FIELDS) {
+    const value = given[field];
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      throw new ReadbackError('invalid_options', 'must be a finite number', `${where}.${field}`);
+    }
+  }
+}
+
 /** Refuses anything but a whole number above zero. */
 export function requirePositiveInt(value: unknown, field: string): void {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
@@ -124,6 +149,7 @@ export function storableText(text: string, nul = false): boolean {
 
 /** Checks that every text column of a new operation can be stored as given (see `requireStorableText`). */
 export function requireStorableOperation(op: NewOperation, nul = false): void {
+  requireFiniteNumbers(op, 'op');
   requireStorableText(op.id, 'op.id', nul);
   requireStorableText(op.idempotencyKey, 'op.idempotencyKey', nul);
   requireStorableText(op.action, 'op.action', nul);

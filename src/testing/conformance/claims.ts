@@ -130,6 +130,32 @@ export const claimsCases: CaseBody[] = [
   ],
 
   [
+    'an owner name the store cannot hold as given is refused before anything is leased, never changed',
+    async (store) => {
+      await reserve(store, 1);
+      await move(store, 'op-1', 'running', T0 + 5, { nextPollAt: T0 + 10 });
+      const owner = 'worker-\ud800';
+      let claims: Awaited<ReturnType<typeof store.claimDue>> | undefined;
+      try {
+        claims = await store.claimDue(1, 1_000, owner, T0 + 100);
+      } catch (error) {
+        assert.equal((error as { name?: string }).name, 'ReadbackError');
+      }
+      const record = await store.get('op-1');
+      if (claims === undefined) {
+        // Refused: nothing was leased and nothing logged.
+        assert.equal(record?.leaseOwner, null);
+        assert.equal((await store.events('op-1')).at(-1)?.type, 'running');
+      } else {
+        // Kept: exactly as given, in the claim, the record and the event.
+        assert.equal(claims[0]?.record.leaseOwner, owner);
+        assert.equal(record?.leaseOwner, owner);
+        assert.equal((await store.events('op-1')).at(-1)?.actor, owner);
+      }
+    },
+  ],
+
+  [
     'two owners never both hold a live lease on one record',
     async (store) => {
       for (const n of [1, 2, 3, 4]) {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { NewOperation, OperationStore } from '../../store/types.js';
-import { type CaseBody, ev, newOp, reserve, T0 } from './support.js';
+import { type CaseBody, ev, newOp, rejectsWith, reserve, T0 } from './support.js';
 
 // Valid JavaScript strings that a database may not hold as given: unpaired UTF-16 surrogates (which
 // SQLite and PostgreSQL text turn into replacement characters) and NUL (which PostgreSQL refuses).
@@ -98,6 +98,28 @@ export const valueCases: CaseBody[] = [
     },
   ],
 
+  [
+    'a number field that is NaN or infinite is refused, naming it, and nothing is written',
+    async (store) => {
+      for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+        await rejectsWith(
+          () => store.reserve({ ...newOp(9), nextPollAt: bad }, ev('reserved')),
+          'invalid_options',
+          `a reserve with nextPollAt ${bad}`,
+        );
+      }
+      assert.equal(await store.get('op-9'), null);
+      await reserve(store, 1);
+      for (const field of ['nextPollAt', 'attempt', 'leaseExpiresAt'] as const) {
+        await assert.rejects(
+          () => store.transition('op-1', ['requested'], { [field]: Number.NaN }, ev('status', T0 + 1)),
+          (error: unknown) => (error as { field?: string }).field === `patch.${field}`,
+        );
+      }
+      assert.equal((await store.events('op-1')).length, 1);
+      assert.equal((await store.get('op-1'))?.nextPollAt, null);
+    },
+  ],
   [
     'JSON fields and event details read back as JSON keeps them, as a durable store must',
     async (store) => {
