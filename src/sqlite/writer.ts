@@ -22,6 +22,9 @@ interface PendingWrite {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** An isolated run that SQLite cut short: the write at `ended` failed and took the transaction with it. */
+type Ended = { ended: number; error: unknown };
+
 /** How the store writes; see `createWriter`. */
 export interface Writer {
   /** Runs `body` in a write transaction, at once or with the next group commit; resolves once it is committed. */
@@ -89,7 +92,7 @@ export function createWriter({
   // itself failed (BEGIN, COMMIT, or SQLite ending it) and every write was rejected. Not isolated, the writes
   // run back to back and the first that throws rolls the whole transaction back ('isolate': run it again
   // isolated). Isolated, each write of several runs in its own SAVEPOINT, so one that throws is undone alone.
-  const runBatch = (batch: PendingWrite[], isolate: boolean): Outcome[] | 'isolate' | undefined => {
+  const runBatch = (batch: PendingWrite[], isolate: boolean): Outcome[] | 'isolate' | Ended | undefined => {
     try {
       requireOwnTransaction();
       stmt(BEGIN).run();
@@ -126,9 +129,10 @@ export function createWriter({
               stmt(ROLLBACK_TO).run();
               stmt(RELEASE).run();
             } catch {
-              // SQLite ended the whole transaction itself (SQLITE_FULL, SQLITE_IOERR): the writes
-              // before this one are gone too, so the batch fails with the error that caused it.
-              throw error;
+              // SQLite ended the whole transaction itself (SQLITE_FULL, SQLITE_IOERR): the writes before this
+              // one are gone too. This one fails; the others run again without it (see `runIsolated`).
+              rollbackQuietly(db);
+              return { ended: outcomes.length, error };
             }
             outcomes.push({ ok: false, error });
           }
@@ -151,6 +155,24 @@ export function createWriter({
     return outcomes;
   };
 
+  // Runs a batch with a savepoint per write. A write after which SQLite ended the whole transaction fails alone
+  // all the same: the batch runs again without it (and without every other write that did so), at most once per
+  // write, so each write's answer is what it would have been alone. Undefined when the transaction failed.
+  const runIsolated = (batch: PendingWrite[]): Outcome[] | undefined => {
+    const failed = new Map<PendingWrite, Outcome>();
+    for (;;) {
+      const live = batch.filter((write) => !failed.has(write));
+      const result = live.length === 0 ? [] : runBatch(live, true);
+      if (result === undefined || result === 'isolate') return undefined;
+      if (!Array.isArray(result)) {
+        failed.set(live[result.ended]!, { ok: false, error: result.error });
+        continue;
+      }
+      const answers = new Map(live.map((write, i) => [write, result[i]!]));
+      return batch.map((write) => failed.get(write) ?? answers.get(write)!);
+    }
+  };
+
   // Runs every queued write in one transaction. Synchronous from BEGIN to the last settle, so no read
   // or write of this connection can land in the middle of a batch. A batch of several first runs without
   // savepoints: they cost each write two statements and SQLite a copy of every page it touches, and
@@ -162,8 +184,8 @@ export function createWriter({
     queue = [];
     if (batch.length === 0) return;
     let outcomes = runBatch(batch, batch.length === 1);
-    if (outcomes === 'isolate') outcomes = runBatch(batch, true);
-    if (outcomes === undefined || outcomes === 'isolate') return;
+    if (outcomes === 'isolate') outcomes = runIsolated(batch);
+    if (outcomes === undefined || !Array.isArray(outcomes)) return;
     const only = batch.length === 1 ? batch[0]! : undefined;
     const first = outcomes[0]!;
     lastAlone = only?.solo && first.ok ? { id: only.solo.id, ended: only.solo.ends(first.value) } : undefined;
