@@ -36,8 +36,18 @@ export function standInHandle(columns, real) {
         };
       }
       if (/^\s*INSERT INTO readback_events/.test(sql)) return { run: () => ({ changes: 1 }) };
-      if (/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(sql.trim()))
-        return { run: () => ({ changes: 0 }) };
+      if (/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(sql.trim())) {
+        // As better-sqlite3's inTransaction: true from BEGIN until COMMIT or ROLLBACK (not ROLLBACK TO).
+        const opens = /^BEGIN/.test(sql.trim());
+        const ends = /^(COMMIT|ROLLBACK)\s*$/.test(sql.trim());
+        return {
+          run: () => {
+            if (opens) db.inTransaction = true;
+            else if (ends) db.inTransaction = false;
+            return { changes: 0 };
+          },
+        };
+      }
       return real.prepare(sql);
     },
     exec: (sql) => real.exec(sql),
