@@ -163,7 +163,11 @@ export function createWriter({
     for (;;) {
       const live = batch.filter((write) => !failed.has(write));
       const result = live.length === 0 ? [] : runBatch(live, true);
-      if (result === undefined || result === 'isolate') return undefined;
+      if (result === undefined || result === 'isolate') {
+        // runBatch rejected the writes it ran; the ones set aside hear their own errors.
+        for (const [write, outcome] of failed) write.reject((outcome as { error: unknown }).error);
+        return undefined;
+      }
       if (!Array.isArray(result)) {
         failed.set(live[result.ended]!, { ok: false, error: result.error });
         continue;
