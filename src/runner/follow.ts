@@ -187,7 +187,26 @@ export abstract class FollowUp extends RecordWriter {
     // Until this drive reads, an abort changes nothing: the caller gets the parked completion as stored, and
     // the schedule stays as it was rather than being pushed back by a caller who stopped waiting.
     let parked = dueAt !== undefined ? this.record.completion : null;
-    const stop = () => (parked ? Promise.resolve(parked) : this.parkPending());
+    // Resumed on parked work, a waiting drive first keeps reconcilers off it until its own first read is written
+    // (see `watchedUntil`); a caller who then stops waiting gives the due time back as it was.
+    let watched = false;
+    if (follow === 'wait' && parked && dueAt !== undefined && !this.budgetSpent()) {
+      const until = watchedUntil(action, Math.max(env.clock.now(), dueAt));
+      if (!(await this.move([this.record.lifecycle], { nextPollAt: until }, { type: 'waiting' }))) {
+        return this.superseded();
+      }
+      watched = true;
+    }
+    const stop = (): Promise<Completion> => {
+      if (!parked) return this.parkPending();
+      if (!watched) return Promise.resolve(parked);
+      const stored = parked;
+      return this.move(
+        [this.record.lifecycle],
+        { nextPollAt: dueAt ?? null },
+        { type: 'waiting_ended' },
+      ).then((ok) => (ok ? stored : this.superseded()));
+    };
     for (;;) {
       // Wait before each read while budget remains, never past the budget's end.
       if (follow === 'wait' && !this.budgetSpent()) {

@@ -156,3 +156,47 @@ describe('a single reconcile pass', () => {
     for (const id of ids) expect((await store.get(id))!).toMatchObject({ reads: 1, leaseToken: null });
   });
 });
+
+describe('a waiting poll resumed on parked accepted work', () => {
+  it('a reconciler does not claim parked accepted work a waiting poll is following', async () => {
+    const clock = new FakeClock();
+    const store = memoryStore();
+    const p = jobProvider(clock, {
+      poll: { maxDurationMs: 600_000, maxReads: 4, initialDelayMs: 50_000, maxDelayMs: 50_000, jitter: 0 },
+    });
+    const live = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    // The agent's call does not wait: the work is parked pending, due at its first backoff step.
+    const first = await live.run(p.job, { id: 'j1' }, { runId: 'r1', wait: false });
+    expect(first.status).toBe('pending');
+    let claimedWhileLive = -1;
+    p.onRead = async (n) => {
+      // The waiting poll's first read, at the parked due time: is the record up for grabs?
+      if (n === 1) claimedWhileLive = (await store.claimDue(10, 60_000, 'other-host', clock.now())).length;
+    };
+    await live.poll(first.operationId, { wait: true });
+    expect(claimedWhileLive).toBe(0);
+  });
+
+  it('poll.maxReads holds with a waiting poll and a reconciler pass', async () => {
+    const clock = new FakeClock();
+    const store = memoryStore();
+    const p = jobProvider(clock, {
+      poll: { maxDurationMs: 600_000, maxReads: 4, initialDelayMs: 50_000, maxDelayMs: 50_000, jitter: 0 },
+    });
+    const live = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    const other = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    const first = await live.run(p.job, { id: 'j1' }, { runId: 'r1', wait: false });
+    let report: { claimed: number } | undefined;
+    p.onRead = async (n) => {
+      if (n === 1) report = await other.reconcile({ once: true, owner: 'reconciler' });
+    };
+    await live.poll(first.operationId, { wait: true });
+    const record = await store.get(first.operationId);
+    // The stored count must be the reads made (the budget is counted from it).
+    expect({ stored: record?.reads, made: p.reads.length, claimed: report?.claimed }).toEqual({
+      stored: p.reads.length,
+      made: p.reads.length,
+      claimed: 0,
+    });
+  });
+});
