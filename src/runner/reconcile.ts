@@ -292,19 +292,24 @@ function isPermanent(error: unknown): boolean {
     errcode?: unknown;
     message?: unknown;
   };
-  // SQLITE_READONLY_RECOVERY passes: another connection is recovering the WAL, and writes work again after it.
-  if (code === 'SQLITE_READONLY_RECOVERY' || errcode === SQLITE_READONLY_RECOVERY) return false;
-  return (
-    // The SQLite drivers: one names the (extended) result code, Node's built-in one gives its number.
-    (typeof code === 'string' && /^SQLITE_(READONLY|CANTOPEN)(_|$)/.test(code)) ||
-    (code === 'ERR_SQLITE_ERROR' &&
-      typeof errcode === 'number' &&
-      [SQLITE_READONLY, SQLITE_CANTOPEN].includes(errcode & 0xff)) ||
-    (typeof message === 'string' && message.includes('attempt to write a readonly database'))
-  );
+  // Only a file that cannot be written for good: plainly read-only, or its directory, its move or a hot journal
+  // making it so. SQLITE_CANTOPEN (no file descriptors left, say) and READONLY_RECOVERY / _CANTINIT (another
+  // connection recovering the WAL) pass, so the loop keeps retrying them, with the reason in its progress line.
+  if (typeof code === 'string' && code.startsWith('SQLITE_')) return PERMANENT_SQLITE_CODES.has(code);
+  if (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number')
+    return PERMANENT_SQLITE_ERRCODES.has(errcode);
+  return readOnlyMessage(message);
 }
 
-// SQLite's result codes (the low byte; extended codes add a reason above it).
-const SQLITE_READONLY = 8;
-const SQLITE_CANTOPEN = 14;
-const SQLITE_READONLY_RECOVERY = SQLITE_READONLY | (1 << 8);
+const readOnlyMessage = (message: unknown) =>
+  typeof message === 'string' && message.includes('attempt to write a readonly database');
+
+// SQLite's (extended) result codes for a database that stays read-only, as named by one driver and numbered by
+// Node's built-in one.
+const PERMANENT_SQLITE_CODES = new Set([
+  'SQLITE_READONLY',
+  'SQLITE_READONLY_ROLLBACK',
+  'SQLITE_READONLY_DBMOVED',
+  'SQLITE_READONLY_DIRECTORY',
+]);
+const PERMANENT_SQLITE_ERRCODES = new Set([8, 8 | (3 << 8), 8 | (4 << 8), 8 | (6 << 8)]);

@@ -275,11 +275,14 @@ describe('readback reconcile --once: exit code', () => {
     expect(out()).toContain('readback: last error while reconciling: ECONNRESET: connection reset by peer');
   });
 
-  it('without --once, keeps retrying while another connection recovers the WAL (SQLITE_READONLY_RECOVERY)', async () => {
+  it('without --once, keeps retrying what passes: WAL recovery by another connection, a file it cannot open now', async () => {
     await seedPending(1);
-    refuse('claimDue', () =>
+    const passing = [
       Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY_RECOVERY' }),
-    );
+      Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' }),
+    ];
+    let calls = 0;
+    refuse('claimDue', () => passing[calls++ % 2]!);
     let stop: (() => void) | undefined;
     const { io, out } = sink();
     const done = runReconcile({ flags: { store: db, actions: modulePath }, positionals: [] }, io, (s) => {
@@ -289,23 +292,25 @@ describe('readback reconcile --once: exit code', () => {
     await vi.waitFor(() => expect(out()).toContain('errors 1 · last error: SQLITE_READONLY_RECOVERY'), {
       timeout: 5_000,
     });
+    // The next claim, after the pause, fails the other way, and the loop goes on.
+    await vi.waitFor(() => expect(out()).toContain('errors 2 · last error: SQLITE_CANTOPEN'), {
+      timeout: 8_000,
+    });
     stop!();
     expect(await done).toBe(0);
     expect(out()).not.toContain('gave up');
   });
 
-  it('without --once, stops on a read-only or unopenable store and exits 1, saying why', async () => {
+  it('without --once, stops on a read-only store and exits 1, saying why', async () => {
     const readOnly = () =>
       Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' });
-    const cantOpen = () =>
-      Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' });
     const nodeSqlite = () =>
       Object.assign(new Error('attempt to write a readonly database'), {
         code: 'ERR_SQLITE_ERROR',
         errcode: 8,
       });
     await seedPending(1);
-    for (const error of [readOnly, cantOpen, nodeSqlite]) {
+    for (const error of [readOnly, nodeSqlite]) {
       refuse('claimDue', error);
       const { io, out } = sink();
       // No stop is ever requested: the loop must end by itself.
