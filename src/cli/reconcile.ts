@@ -351,7 +351,7 @@ export async function runReconcile(
             },
           }),
     });
-    // The loop ends on its own only on an error no retry can change (a read-only or vanished store).
+    // The loop ends on its own only on an error no retry can change (a store that stays read-only).
     const gaveUp = !once && !controller.signal.aborted;
     if (json) {
       // leasesLost is in the report only once one is lost; the JSON summary always carries it. One line, so a
@@ -386,8 +386,8 @@ export const reconcileCommand: Command = {
     '\n' +
     'Exit code: with --once, 0 when the pass is done and 1 when it counted errors (a store or action failure;\n' +
     'an operation left unknown is an outcome, not an error). Without --once it runs until SIGINT/SIGTERM and\n' +
-    'then exits 0: it retries its errors, and its summary counts them, unless one cannot pass (a read-only or\n' +
-    'unopenable store): then it stops and exits 1. A second signal exits at once (130 for SIGINT, 143 for\n' +
+    'then exits 0: it retries its errors, and its summary counts them, unless one cannot pass (a store that\n' +
+    'stays read-only): then it stops and exits 1. A second signal exits at once (130 for SIGINT, 143 for\n' +
     'SIGTERM); what it was reading stays leased until --lease-ms passes. 2 on a usage mistake.',
   flags: {
     store: {
