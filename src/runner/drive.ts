@@ -7,7 +7,7 @@ import { type FollowMode, FollowUp, LAST_READ_MS, parkedDue, watchedUntil } from
 import { isAccepted, isRejected } from './markers.js';
 import { describeError, readBaseline } from './readback.js';
 import { runUnrecorded } from './shadow.js';
-import { withDeadline } from './timeout.js';
+import { NEVER_ABORTED, withDeadline } from './timeout.js';
 
 export type { FollowMode } from './follow.js';
 export type { DriveEnv } from './record-writer.js';
@@ -70,13 +70,21 @@ export class Drive extends FollowUp {
       const { runId, scope, actor } = this.record;
       // Fail closed: only an explicit `false` lets the call run unreviewed; a policy answering anything else
       // (a truthy 1 or 'yes', an object, nothing at all) has not said the call is safe to run.
-      return (
-        (await this.action.needsApproval?.(this.record.input, {
-          runId,
-          scope,
-          ...(actor ? { actor } : {}),
-        })) !== false
-      );
+      // A policy that does not answer within verifyTimeoutMs (a remote policy service that hangs) has not decided
+      // either: the call goes to a reviewer rather than holding the run, and its record, open.
+      const ctx = { runId, scope, ...(actor ? { actor } : {}) };
+      const policy = this.action.needsApproval;
+      const answer = policy
+        ? await withDeadline(
+            this.env.clock,
+            'needsApproval',
+            this.action.verifyTimeoutMs,
+            // A caller's abort is seen after the policy answers, where it stops the call before execute.
+            NEVER_ABORTED,
+            () => policy(this.record.input, ctx),
+          )
+        : false;
+      return answer !== false;
     } catch {
       // Fail closed: a policy that cannot decide sends the call to a reviewer.
       return true;

@@ -121,3 +121,22 @@ describe('approval policy answers', () => {
     });
   }
 });
+
+describe('an approval policy that never answers', () => {
+  it('sends the call to a reviewer after verifyTimeoutMs instead of holding the run open', async () => {
+    const hd = createHelpdesk();
+    hd.tickets.seed([{ id: 'T-104', tenant: 'acme' }]);
+    const closeTicket = defineAction({
+      ...hd.actions.updateTicket,
+      name: 'close_ticket',
+      verifyTimeoutMs: 2_000,
+      needsApproval: () => new Promise<boolean>(() => {}),
+    });
+    const runner = createRunner({ clock: hd.clock, random: () => 0.5 });
+    const run = runner.run(closeTicket, { id: 'T-104', status: 'closed' }, ctx);
+    await hd.clock.advance(2_000);
+    const c = await run;
+    expect(c).toMatchObject({ status: 'pending', errorCode: 'awaiting_approval' });
+    expect(callsTo(hd.tickets, 'update')).toEqual([]);
+  });
+});
