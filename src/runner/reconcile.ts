@@ -8,6 +8,7 @@ import type { Claim, OperationStore } from '../store/types.js';
 import { checkSignal } from './call-checks.js';
 import { Drive, type DriveEnv } from './drive.js';
 import { describeError } from './readback.js';
+import { giveBackLease } from './record-writer.js';
 import { NEVER_ABORTED } from './timeout.js';
 import type { RunTrace } from './trace.js';
 
@@ -226,23 +227,7 @@ function heartbeat(
 
 /** Hands back leases taken by a single pass on records it already drove. */
 async function release(store: OperationStore, claims: Claim[], owner: string, now: number): Promise<void> {
-  for (const { record, leaseToken } of claims) {
-    await store.transition(
-      record.id,
-      [record.lifecycle],
-      { leaseOwner: null, leaseToken: null, leaseExpiresAt: null, updatedAt: now },
-      {
-        type: 'lease_released',
-        at: now,
-        from: record.lifecycle,
-        to: record.lifecycle,
-        status: record.status,
-        actor: owner,
-        attempt: record.attempt,
-      },
-      { leaseToken },
-    );
-  }
+  for (const { record, leaseToken } of claims) await giveBackLease(store, record, leaseToken, owner, now);
 }
 
 async function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {

@@ -43,6 +43,35 @@ export type DriveRun = Pick<RunContext, 'signal' | 'actor'> & {
 };
 
 /**
+ * Gives back a lease still held under `leaseToken` on `record` as last read (a write naming nothing else): the
+ * operation is claimable again when due. Resolves to whether it was given back.
+ */
+export async function giveBackLease(
+  store: OperationStore,
+  record: OperationRecord,
+  leaseToken: string,
+  actor: string | null,
+  now: number,
+): Promise<boolean> {
+  const released = await store.transition(
+    record.id,
+    [record.lifecycle],
+    { leaseOwner: null, leaseToken: null, leaseExpiresAt: null, updatedAt: now },
+    {
+      type: 'lease_released',
+      at: now,
+      from: record.lifecycle,
+      to: record.lifecycle,
+      status: record.status,
+      actor,
+      attempt: record.attempt,
+    },
+    { leaseToken },
+  );
+  return released !== null;
+}
+
+/**
  * The persistence half of a drive: it holds the operation record as last seen and writes every change
  * as a compare-and-set on that lifecycle (with the lease token when a reconciler drives), forming the
  * completion each outcome is stored with. `Drive` adds the decisions on top.
@@ -196,6 +225,14 @@ export class RecordWriter {
     const latest = await this.env.store.get(this.record.id);
     if (latest) this.record = latest;
     if (latest?.completion && latest.lifecycle === 'settled') return latest.completion;
+    // A reconciler that lost the record to another writer gives its lease back, so that whoever finds it due next
+    // may claim it, rather than everyone waiting for the lease to lapse. Best effort: a lease left lapses anyway.
+    if (latest && this.leaseToken !== undefined && latest.leaseToken === this.leaseToken) {
+      const now = this.env.clock.now();
+      await giveBackLease(this.env.store, latest, this.leaseToken, this.run.actor ?? null, now).catch(
+        () => false,
+      );
+    }
     return this.form(
       this.outcome({
         status: 'pending',

@@ -200,3 +200,39 @@ describe('a waiting poll resumed on parked accepted work', () => {
     });
   });
 });
+
+describe('a reconciler whose write loses to another writer', () => {
+  it('gives its lease back, so the record is claimable when due instead of after the lease lapses', async () => {
+    const clock = new FakeClock();
+    const store = memoryStore();
+    const p = jobProvider(clock);
+    const agent = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    const parked = await agent.run(p.job, { id: 'j1' }, { runId: 'r', wait: false });
+    clock.advance(Math.max(0, Date.parse(parked.pollAfter!) - clock.now()));
+    p.onRead = async () => {
+      // While the reconciler reads, another writer moves the record on (a retry of its own): the reconciler's
+      // write no longer matches.
+      const r = (await store.get(parked.operationId))!;
+      const at = clock.now();
+      await store.transition(
+        r.id,
+        [r.lifecycle],
+        { lifecycle: 'executing', attempt: r.attempt + 1, nextPollAt: at + 60_000 },
+        {
+          type: 'executing',
+          at,
+          from: r.lifecycle,
+          to: 'executing',
+          status: r.status,
+          actor: 'live',
+          attempt: r.attempt + 1,
+        },
+      );
+    };
+    const reconciler = createRunner({ store, clock, random: () => 0.5, actions: [p.job] });
+    await reconciler.reconcile({ once: true, owner: 'rec-1', leaseMs: 60_000 });
+    const record = (await store.get(parked.operationId))!;
+    expect(record).toMatchObject({ lifecycle: 'executing', leaseToken: null, leaseOwner: null });
+    expect((await store.events(record.id)).at(-1)).toMatchObject({ type: 'lease_released', actor: 'rec-1' });
+  });
+});
