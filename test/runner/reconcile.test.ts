@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRunner, memoryStore, type OperationStore } from '../../src/index.js';
 import { createHelpdesk } from '../../src/testing/index.js';
+import { crashMidExecute as crashedRecord } from '../fixtures/jobs.js';
 import { callsTo, ctx } from './support.js';
 
 const email = { to: 'ana@example.com', subject: 'Proposal', body: 'Attached.' };
@@ -20,43 +21,15 @@ function twoProcesses(store: OperationStore = memoryStore()) {
 }
 
 /** Leaves a record as a process killed mid-execute would: reserved, moved to executing, never settled. */
-async function crashMidExecute(
+function crashMidExecute(
   store: OperationStore,
   hd: ReturnType<typeof createHelpdesk>,
   action: { name: string; executeTimeoutMs: number; maxInFlightMs: number },
   input: unknown,
   target: string,
 ) {
-  const now = hd.clock.now();
-  const id = `op-crashed-${action.name}`;
-  const key = `run-crashed:${action.name}`;
-  await store.reserve(
-    {
-      id,
-      action: action.name,
-      target,
-      scope: { tenant: 'acme' },
-      fingerprint: 'f',
-      idempotencyKey: key,
-      runId: 'run-crashed',
-      actor: null,
-      input,
-      requestedAt: now,
-    },
-    { type: 'reserved', at: now, from: null, to: 'requested', status: null, actor: null, attempt: 0 },
-  );
-  await store.transition(
-    id,
-    ['requested'],
-    {
-      lifecycle: 'executing',
-      attempt: 1,
-      executedAt: now,
-      nextPollAt: now + action.executeTimeoutMs + action.maxInFlightMs,
-    },
-    { type: 'executing', at: now, from: 'requested', to: 'executing', status: null, actor: null, attempt: 1 },
-  );
-  return { id, key };
+  const options = { key: `run-crashed:${action.name}`, scope: { tenant: 'acme' } };
+  return crashedRecord(store, hd.clock.now(), action, input, target, undefined, options);
 }
 
 describe('reconcile', () => {
