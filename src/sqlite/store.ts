@@ -114,7 +114,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
   const nul = !bindsWholeText(db);
   const findable = (text: unknown) => !nul || typeof text !== 'string' || storableText(text, true);
 
-  const { write, flush, queued, lone } = createWriter({ db, stmt, label, groupCommit });
+  const { write, flush, queued, lone, inTransaction } = createWriter({ db, stmt, label, groupCommit });
 
   const rowById = (id: string) => rows(SELECT_BY_ID).get(id);
 
@@ -168,7 +168,7 @@ export function createSqliteStore({ db, owned, label, groupCommit = true }: Stor
         // The id is taken: by this same key (a repeat) or by another (a conflict). Anything else,
         // or a read that fails too, surfaces as the INSERT's own error; so does an error after which SQLite
         // ended the transaction (an answer read outside it would not be this write's).
-        if (db.inTransaction === false || db.isTransaction === false) throw error;
+        if (!inTransaction()) throw error;
         let taken: { record: OperationRecord; created: false } | 'id' | undefined;
         try {
           const existing = rows(SELECT_BY_KEY).get(op.idempotencyKey);

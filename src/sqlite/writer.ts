@@ -35,6 +35,8 @@ export interface Writer {
   queued(): number;
   /** Whether a write of `solo` would commit at once, inside the call, rather than wait for company. */
   lone(solo: SoloWrite | undefined): boolean;
+  /** Whether the write transaction is still open (false once SQLite ended it under a failing statement). */
+  inTransaction(): boolean;
 }
 
 /**
@@ -236,5 +238,5 @@ export function createWriter({
     });
   };
 
-  return { write, flush, queued: () => queue.length, lone };
+  return { write, flush, queued: () => queue.length, lone, inTransaction };
 }
